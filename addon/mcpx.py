@@ -1,0 +1,344 @@
+"""mcpx: a mitmproxy addon that downgrades MCP messages to each peer's negotiated revision.
+
+    mitmdump -s addon/mcpx.py --mode reverse:http://127.0.0.1:3001 --set mcpx_log=changes.jsonl
+
+Every JSON-RPC message between an MCP client and server (Streamable HTTP: JSON bodies, batches,
+SSE events as they stream) is rewritten so that the receiver gets exactly what its revision of
+the protocol defines; every dropped or rewritten field is logged (``mcpx_log`` JSON Lines file,
+mitmproxy's event log, ``flow.metadata["mcpx"]``, the "MCP" content view). Bodies that cannot be
+handled, and non-MCP traffic, pass through byte for byte.
+
+The library behind this file lives in ``addon/mcpx_core`` (one module per stage: framing,
+session, downgrade, rules, changes, view).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from mitmproxy import command, ctx, exceptions, http  # noqa: E402
+
+from mcpx_core import revisions, upstream  # noqa: E402
+from mcpx_core.changes import Change, ChangeLog, summary_line  # noqa: E402
+from mcpx_core.framing import json_body  # noqa: E402
+from mcpx_core.framing.encoding import stream_decoder  # noqa: E402
+from mcpx_core.report import session_report  # noqa: E402
+from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter  # noqa: E402
+from mcpx_core.session import SessionStore  # noqa: E402
+
+logger = logging.getLogger("mcpx")
+
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+
+
+def _ctype(message: http.Message) -> str:
+    return message.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+class MCPX:
+    """The addon: options, small hook methods, commands (modelled on mitmproxy/addons/*.py)."""
+
+    def __init__(self) -> None:
+        self.store = SessionStore()
+        self.rewriter = Rewriter(self.store, on_changes=self._on_changes)
+        self.log_file: ChangeLog | None = None
+        self.exchanges: dict[str, Exchange] = {}
+        self.streams: dict[str, SSERewriter] = {}
+
+    # -- options ------------------------------------------------------------------------------
+    def load(self, loader) -> None:
+        loader.add_option("mcpx_policy", str, "strict",
+                          "strict: deliver only what the receiver's revision defines; lenient: keep fields its schema tolerates.",
+                          choices=["strict", "lenient"])
+        loader.add_option("mcpx_log", str, "", "Append change records as JSON Lines to this file (created mode 0600).")
+        loader.add_option("mcpx_max_body", int, 64 << 20,
+                          "Largest body (bytes) mcpx parses; larger bodies pass through untouched, with a log record.")
+        loader.add_option("mcpx_max_sessions", int, 10000, "Sessions remembered at most (oldest forgotten first).")
+        loader.add_option("mcpx_session_ttl", int, 3600, "Seconds after its last message a session is forgotten.")
+        loader.add_option("mcpx_audio", str, "text",
+                          "Audio blocks for 2024-11-05 clients: 'text' (a note naming type and size) or 'embed' (an embedded blob resource where allowed).",
+                          choices=["text", "embed"])
+        loader.add_option("mcpx_keep_original", int, 1 << 20,
+                          "Keep up to this many bytes of each original body on the flow for inspection (0: none).")
+
+    def configure(self, updated: set[str]) -> None:
+        if "mcpx_policy" in updated:
+            self.rewriter.policy = ctx.options.mcpx_policy
+        if "mcpx_audio" in updated:
+            self.rewriter.options["audio"] = ctx.options.mcpx_audio
+        if "mcpx_max_sessions" in updated or "mcpx_session_ttl" in updated:
+            self.store.max_sessions = ctx.options.mcpx_max_sessions
+            self.store.ttl = ctx.options.mcpx_session_ttl
+        if "mcpx_log" in updated:
+            if self.log_file:
+                self.log_file.close()
+            try:
+                self.log_file = ChangeLog(ctx.options.mcpx_log or None)
+            except OSError as e:
+                raise exceptions.OptionsError(f"mcpx_log: cannot open {ctx.options.mcpx_log!r}: {e}") from e
+        for name in ("mcpx_max_body", "mcpx_max_sessions", "mcpx_session_ttl", "mcpx_keep_original"):
+            if name in updated and getattr(ctx.options, name) < 0:
+                raise exceptions.OptionsError(f"{name} must not be negative")
+
+    def done(self) -> None:
+        if self.log_file:
+            self.log_file.close()
+
+    # -- hooks --------------------------------------------------------------------------------
+    async def request(self, flow: http.HTTPFlow) -> None:
+        exch = self._exchange(flow)
+        if flow.request.method == "DELETE":
+            sid = flow.request.headers.get(SESSION_HEADER)
+            if sid and self.store.get(sid):
+                exch.is_mcp = True
+            return
+        body = flow.request.raw_content if flow.request.method == "POST" else None
+        if body and len(body) > ctx.options.mcpx_max_body:
+            body = None
+        if flow.request.method == "POST" and body is not None and flow.request.headers.get("content-encoding"):
+            body = self._decoded(flow.request)
+        try:
+            new = self.rewriter.request(exch, body, flow.request.headers.get(SESSION_HEADER),
+                                        flow.request.headers.get(VERSION_HEADER))
+        except Exception as e:  # never lose a message
+            self.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
+            new = None
+        if exch.split is not None:
+            await self._send_split(flow, exch)
+        elif new is not None:
+            self._keep_original(flow, "request", flow.request.get_content(strict=False) or b"")
+            flow.request.content = new
+        self._annotate(flow, exch)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        exch = self.exchanges.get(flow.id)
+        if exch is None or not exch.is_mcp or flow.response is None:
+            return
+        if _ctype(flow.response) != "text/event-stream":
+            size = flow.response.headers.get("content-length")
+            if size and size.isdigit() and int(size) > ctx.options.mcpx_max_body:
+                flow.response.stream = True
+                self.rewriter.passthrough(exch, "s2c", f"body of {size} bytes exceeds mcpx_max_body: streamed through untouched")
+            return
+        decoder = None
+        enc = flow.response.headers.get("content-encoding", "").strip()
+        if enc and enc.lower() != "identity":
+            try:
+                decoder = stream_decoder(enc)
+            except ValueError as e:
+                self.rewriter.passthrough(exch, "s2c", f"{e}: SSE stream forwarded untouched")
+                flow.response.stream = True
+                return
+            del flow.response.headers["content-encoding"]
+        if "content-length" in flow.response.headers:
+            del flow.response.headers["content-length"]
+            if flow.response.http_version == "HTTP/1.1":
+                flow.response.headers["transfer-encoding"] = "chunked"
+        stream = SSERewriter(self.rewriter, exch, decoder, keep=ctx.options.mcpx_keep_original)
+        self.streams[flow.id] = stream
+        flow.response.stream = stream
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        exch = self.exchanges.pop(flow.id, None)
+        stream = self.streams.pop(flow.id, None)
+        if exch is None or flow.response is None:
+            return
+        if exch.is_mcp:
+            try:
+                self._response(flow, exch, stream)
+            except Exception as e:  # never lose a message
+                self.rewriter.passthrough(exch, "s2c", f"internal error: {type(e).__name__}: {e}")
+        if exch.replies:
+            await self._send_replies(flow, exch)
+        self._annotate(flow, exch)
+
+    def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
+        resp = flow.response
+        if exch.initialize is not None:
+            self.rewriter.session_minted(exch, resp.headers.get(SESSION_HEADER))
+        if flow.request.method == "DELETE" and 200 <= resp.status_code < 300:
+            sid = flow.request.headers.get(SESSION_HEADER)
+            if sid:
+                self.store.drop(sid)
+            return
+        if stream is not None and stream.finished:
+            # streamed live: keep what was delivered (bounded) so views and -w see it
+            if stream.original != stream.delivered:
+                self._keep_original(flow, "response", bytes(stream.original))
+            if resp.raw_content in (None, b""):
+                resp.content = bytes(stream.delivered)
+            return
+        if resp.stream is True:
+            return
+        if resp.raw_content is None:
+            return
+        body = resp.get_content(strict=False) or b""
+        if len(body) > ctx.options.mcpx_max_body:
+            self.rewriter.passthrough(exch, "s2c", f"body of {len(body)} bytes exceeds mcpx_max_body: passed through untouched")
+            return
+        if _ctype(resp) == "text/event-stream":
+            new = SSERewriter(self.rewriter, exch).whole(body)
+            if new == body:
+                return
+        else:
+            new = self.rewriter.response_json(exch, body)
+            if new is None:
+                return
+        self._keep_original(flow, "response", body)
+        resp.content = new
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        exch = self.exchanges.pop(flow.id, None)
+        self.streams.pop(flow.id, None)
+        if exch is not None and exch.is_mcp:
+            self._annotate(flow, exch)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _exchange(self, flow: http.HTTPFlow) -> Exchange:
+        peer = flow.client_conn.peername
+        exch = Exchange(flow_id=flow.id, client_key=f"{peer[0]}:{peer[1]}" if peer else None)
+        self.exchanges[flow.id] = exch
+        return exch
+
+    @staticmethod
+    def _decoded(message: http.Message) -> bytes | None:
+        try:
+            return message.get_content(strict=True)
+        except ValueError:
+            return None
+
+    def _keep_original(self, flow: http.HTTPFlow, side: str, body: bytes) -> None:
+        limit = ctx.options.mcpx_keep_original
+        if not limit:
+            return
+        meta = flow.metadata.setdefault("mcpx", {})
+        meta[f"original_{side}"] = body[:limit].decode("utf-8", "replace")
+        if len(body) > limit:
+            meta[f"original_{side}_truncated"] = len(body)
+
+    def _on_changes(self, exch: Exchange, changes: list[Change]) -> None:
+        if self.log_file:
+            try:
+                self.log_file.write(changes)
+            except OSError as e:
+                logger.error(f"mcpx: cannot write change log: {e}")
+        first = changes[0]
+        where = f"{first.direction} {first.method or ''} id={first.jsonrpc_id}" if first.jsonrpc_id is not None else f"{first.direction} {first.method or ''}"
+        level = logging.WARNING if any(c.action == "passthrough" for c in changes) else logging.INFO
+        logger.log(level, f"mcpx: {where.strip()} {first.from_rev}->{first.to_rev}: {summary_line(changes, None)}"
+                          f" ({', '.join(sorted({c.rule for c in changes}))})")
+        for c in changes:
+            logger.debug(f"mcpx:   {c.line()}")
+
+    def _annotate(self, flow: http.HTTPFlow, exch: Exchange) -> None:
+        if not exch.is_mcp:
+            return
+        meta = flow.metadata.setdefault("mcpx", {})
+        s = exch.session
+        meta["session"] = s.key if s else None
+        meta["client_revision"], meta["server_revision"] = (s.pinned_rev or s.client_rev, s.server_rev) if s else (None, None)
+        meta["messages"] = exch.messages
+        meta["changes"] = [c.model_dump() for c in exch.changes]
+        if exch.changes:
+            to_rev = next((c.to_rev for c in exch.changes if c.to_rev), None)
+            comment = "mcpx: " + summary_line(exch.changes, to_rev)
+            flow.comment = comment
+            if any(c.action in ("drop", "drop-message", "passthrough") for c in exch.changes):
+                flow.marked = ":scissors:"
+
+    async def _send_split(self, flow: http.HTTPFlow, exch: Exchange) -> None:
+        """RPC-batch-request: POST each member alone, answer the client with one batch."""
+        headers = {k: v for k, v in flow.request.headers.items()}
+        answers: list[Any] = []
+        for body in exch.split or []:
+            try:
+                reply = await upstream.post(flow.request.url, headers, body)
+            except Exception as e:
+                self.rewriter.passthrough(exch, "c2s", f"batch member POST failed: {type(e).__name__}: {e}")
+                continue
+            if reply.status == 202 or not reply.body:
+                continue
+            if reply.headers.get("content-type", "").startswith("text/event-stream"):
+                delivered = SSERewriter(self.rewriter, exch).whole(reply.body)
+                from mcpx_core.framing.sse import SSEParser
+                p = SSEParser()
+                evs = p.feed(delivered) + p.close()[0]
+                for ev in evs:
+                    if ev.data and ev.data.strip():
+                        try:
+                            v = json_body.parse(ev.data.encode()).messages
+                        except json_body.Unparseable:
+                            continue
+                        answers.extend(m for m in v if isinstance(m, dict) and ("result" in m or "error" in m))
+            else:
+                new = self.rewriter.response_json(exch, reply.body)
+                try:
+                    answers.extend(json_body.parse(new if new is not None else reply.body).messages)
+                except json_body.Unparseable:
+                    self.rewriter.passthrough(exch, "s2c", "batch member answer is not JSON")
+        exch.is_mcp = True
+        if answers:
+            flow.response = http.Response.make(200, json_body.dumps(answers), {"content-type": "application/json"})
+        else:
+            flow.response = http.Response.make(202, b"", {})
+        sid = next((m for m in [flow.request.headers.get(SESSION_HEADER)] if m), None)
+        if sid:
+            flow.response.headers[SESSION_HEADER] = sid
+
+    async def _send_replies(self, flow: http.HTTPFlow, exch: Exchange) -> None:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        s = exch.session
+        if s is not None and s.key and not s.key.startswith(("client:", "flow:")):
+            headers["mcp-session-id"] = s.key
+        if s is not None and s.server_rev and not revisions.older(s.server_rev, "2025-06-18"):
+            headers["mcp-protocol-version"] = s.server_rev
+        for reply in exch.replies:
+            try:
+                await upstream.post(flow.request.url, headers, json_body.dumps(reply), timeout=30)
+            except Exception as e:
+                logger.warning(f"mcpx: could not answer server request {reply.get('id')!r}: {e}")
+        exch.replies.clear()
+
+    # -- commands -------------------------------------------------------------------------------
+    @command.command("mcpx.sessions")
+    def sessions(self) -> str:
+        """Each known MCP session: client and server info, revisions, message and change counts."""
+        lines = []
+        for s in self.store:
+            d = s.summary()
+            lines.append(f"{d['session']}: client {(d['client'] or {}).get('name', '?')} {d['client_revision']} / "
+                         f"server {(d['server'] or {}).get('name', '?')} {d['server_revision']}"
+                         f"{' pinned ' + d['pinned'] if d['pinned'] else ''}: {d['messages']} messages, {d['changes']} changes, {d['dropped']} dropped")
+        text = "\n".join(lines) or "no MCP sessions yet"
+        logger.info(text)
+        return text
+
+    @command.command("mcpx.report")
+    def report(self, path: str) -> None:
+        """Write a per-session summary of what was dropped or rewritten for whom (JSON to PATH, text table to PATH.txt)."""
+        data, table = session_report(self.store)
+        import orjson
+        with open(path, "wb") as fh:
+            fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+        with open(path + ".txt", "w") as fh:
+            fh.write(table + "\n")
+        logger.info(f"mcpx: report written to {path} and {path}.txt")
+
+    @command.command("mcpx.pin")
+    def pin(self, client_name: str, revision: str) -> None:
+        """Pin clients whose clientInfo.name is CLIENT_NAME to an older REVISION (for debugging); revision '' unpins."""
+        if revision and not revisions.is_known(revision):
+            raise exceptions.CommandError(f"unknown revision {revision!r}; known: {', '.join(revisions.REVISIONS)}")
+        if revision:
+            self.store.pins[client_name] = revision
+        else:
+            self.store.pins.pop(client_name, None)
+
+
+addons = [MCPX()]

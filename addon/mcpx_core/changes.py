@@ -1,0 +1,153 @@
+"""Change records: one per dropped or rewritten field, and one per message passed through on error.
+
+A :class:`Change` is what a rule returns; the addon stamps it with the flow and session context
+(:meth:`Change.stamped`) and hands it to a :class:`ChangeLog` (JSON Lines file, mode 0600),
+to mitmproxy's log (one summary line per rewritten message) and to ``flow.metadata["mcpx"]``.
+
+Record shape (JSON Lines, one object per line)::
+
+    {"time": 1764450000.123, "flow": "<mitmproxy flow id>", "session": "<Mcp-Session-Id or ->",
+     "direction": "s2c" | "c2s", "jsonrpc_id": 4, "method": "tools/call",
+     "pointer": "/result/content/1", "action": "rewrite", "rule": "CT-resource_link",
+     "from_rev": "2025-06-18", "to_rev": "2025-03-26",
+     "before": "{type: resource_link, uri: https://..., ...}", "after": "{type: resource, ...}",
+     "detail": null}
+
+``before``/``after`` are short summaries (:func:`summarize`), never a whole base64 payload
+(strings over 80 characters become ``<str len=N sha256=…>``) and never header values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+Action = Literal[
+    "drop",  # field or array element removed
+    "rewrite",  # value replaced by another shape
+    "drop-message",  # whole message not delivered
+    "split",  # batch split into single messages
+    "answer-locally",  # proxy answered instead of forwarding
+    "keep",  # tolerated by the target, kept (lenient policy), logged
+    "passthrough",  # body forwarded byte for byte because it could not be handled (error)
+]
+
+MAX_STR = 80
+
+
+class Change(BaseModel):
+    """One dropped or rewritten value (or one error passthrough). Units: ``time`` in Unix seconds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pointer: str
+    action: Action
+    rule: str
+    before: str | None = None
+    after: str | None = None
+    detail: str | None = None
+    time: float = 0.0
+    flow: str | None = None
+    session: str | None = None
+    direction: Literal["s2c", "c2s"] | None = None
+    jsonrpc_id: int | str | None = None
+    method: str | None = None
+    from_rev: str | None = None
+    to_rev: str | None = None
+
+    def stamped(self, **ctx: Any) -> "Change":
+        return self.model_copy(update=ctx)
+
+    def key(self) -> tuple[str, str, str]:
+        """(pointer, action, rule): what tests compare exactly."""
+        return (self.pointer, self.action, self.rule)
+
+    def line(self) -> str:
+        arrow = f" {self.before} -> {self.after}" if self.after is not None else (f" {self.before}" if self.before else "")
+        return f"{self.action:<12} {self.pointer or '/'}  [{self.rule}]{arrow}"
+
+
+def summarize(value: Any, depth: int = 2) -> str:
+    """A short, secret-free description of a JSON value.
+
+    Strings longer than 80 characters are replaced by their length and a sha256 prefix, so a
+    base64 payload is never copied into the log; containers are shown to ``depth`` levels.
+    """
+    return _summ(value, depth)
+
+
+def _summ(v: Any, depth: int) -> str:
+    if isinstance(v, str):
+        if len(v) > MAX_STR:
+            h = hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+            return f"<str len={len(v)} sha256={h}>"
+        return orjson.dumps(v).decode()
+    if isinstance(v, dict):
+        if depth <= 0:
+            return f"{{…{len(v)} keys}}"
+        items = [f"{k}: {_summ(x, depth - 1)}" for k, x in list(v.items())[:8]]
+        if len(v) > 8:
+            items.append(f"…+{len(v) - 8}")
+        return "{" + ", ".join(items) + "}"
+    if isinstance(v, list):
+        if depth <= 0:
+            return f"[…{len(v)} items]"
+        items = [_summ(x, depth - 1) for x in v[:5]]
+        if len(v) > 5:
+            items.append(f"…+{len(v) - 5}")
+        return "[" + ", ".join(items) + "]"
+    try:
+        return orjson.dumps(v).decode()
+    except TypeError:
+        return repr(v)[:MAX_STR]
+
+
+def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:
+    """One line per rewritten message, e.g. ``2 rewritten, 5 dropped for 2025-03-26``."""
+    counts: dict[str, int] = {}
+    for c in changes:
+        word = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
+                "answer-locally": "answered locally", "keep": "kept", "passthrough": "passed through"}[c.action]
+        counts[word] = counts.get(word, 0) + 1
+    parts = [f"{n} {w}" for w, n in counts.items()]
+    return ", ".join(parts) + (f" for {to_rev}" if to_rev else "")
+
+
+class ChangeLog:
+    """Append-only JSON Lines writer; the file is created with mode 0600 (owner only).
+
+    Thread-safe; ``path=None`` makes it a no-op. Errors writing the file are raised (OSError).
+    """
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self._fh = None
+        self._lock = threading.Lock()
+        if path:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.chmod(path, 0o600)
+            self._fh = os.fdopen(fd, "ab", buffering=0)
+
+    def write(self, changes: Iterable[Change]) -> None:
+        if self._fh is None:
+            return
+        data = b"".join(orjson.dumps(c.model_dump()) + b"\n" for c in changes)
+        if data:
+            with self._lock:
+                self._fh.write(data)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def now() -> float:
+    return time.time()

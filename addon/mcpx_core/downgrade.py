@@ -1,0 +1,360 @@
+"""Downgrade one parsed JSON-RPC message to the receiver's revision, guided by its schema.json.
+
+This stage knows nothing of HTTP, SSE or mitmproxy. Input: a JSON-RPC object (dict) that this
+stage may mutate, its kind, the method it belongs to (for a result: the method of the request it
+answers), the sender's and the receiver's revision, the direction and the policy. Output: a
+:class:`Outcome` with the message to deliver (or none) and the :class:`~mcpx_core.changes.Change`
+records.
+
+How it works: the message is walked together with the *target* revision's JSON Schema. Every
+object property the target definition does not declare is dropped (strict policy) and logged with
+the id of the revision-delta record that names it (see :mod:`mcpx_core.rules.ids`); so a field
+that a future revision adds is handled without anyone listing it. Union members (content block
+``type`` values, elicitation property schemas, sampling content arrays) that the target lacks are
+never tolerated: a named rule from :mod:`mcpx_core.rules` rewrites them into a shape the target
+defines, and the result is walked again. Open objects (``additionalProperties: {}``: ``_meta``,
+``arguments``, ``structuredContent``, ``inputSchema`` bodies) are not entered, except that
+reserved ``_meta`` keys a delta record removes for the target are dropped.
+
+Policies: ``strict`` (default) delivers only what the target revision defines; ``lenient`` keeps
+unknown properties (schema.json never says ``additionalProperties: false``) and still rewrites
+union members and runs the named rules (REVISIONS.md section 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from . import revisions
+from .changes import Change, summarize
+from .rules import ids
+
+Kind = Literal["request", "notification", "result", "error"]
+Direction = Literal["s2c", "c2s"]
+Policy = Literal["strict", "lenient"]
+
+DROP = object()  #: returned by a rule or the walker: remove this value from its parent
+_OPEN = ({}, True)
+RESERVED_META_PREFIXES = ("io.modelcontextprotocol/", "modelcontextprotocol.io/")
+
+
+def escape(token: str) -> str:
+    """RFC 6901 escaping of one JSON Pointer reference token."""
+    return token.replace("~", "~0").replace("/", "~1") if ("~" in token or "/" in token) else token
+
+
+class Reject(Exception):
+    """A named rule found that the message cannot be expressed for the receiver.
+
+    ``code``/``message`` are the JSON-RPC error the *sender* should get instead (REVISIONS.md 7.3).
+    """
+
+    def __init__(self, rule: str, pointer: str, code: int, message: str):
+        super().__init__(message)
+        self.rule, self.pointer, self.code, self.message = rule, pointer, code, message
+
+
+@dataclass
+class Outcome:
+    """What to deliver for one message.
+
+    ``message`` is the (possibly mutated) message, or None when it must not be delivered;
+    ``changes`` lists every change; ``reply`` is a JSON-RPC error object to send back to the
+    sender instead (reject rules), or None.
+    """
+
+    message: dict | None
+    changes: list[Change] = field(default_factory=list)
+    reply: dict | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+
+class Walk:
+    """One downgrade pass over one message toward one target revision."""
+
+    def __init__(self, from_rev: str, to_rev: str, direction: Direction, policy: Policy, options: dict | None = None):
+        self.model = revisions.model(to_rev)
+        self.from_rev, self.to_rev = from_rev, to_rev
+        self.direction = direction
+        self.policy = policy
+        self.options = options or {}
+        self.changes: list[Change] = []
+        self.rules = ids.index()
+
+    # -- logging -------------------------------------------------------------------------
+    def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *, raw: bool = False) -> None:
+        self.changes.append(Change(
+            pointer=pointer, action=action, rule=rule,
+            before=None if before is None else (before if raw else summarize(before)),
+            after=None if after is None else (after if raw else summarize(after)),
+            detail=detail))
+
+    def field_rule(self, typ: str, name: str) -> str:
+        return self.rules.for_field(typ, name, self.to_rev, self.direction)
+
+    # -- the walk ------------------------------------------------------------------------
+    def named(self, value: Any, name: str, ptr: str) -> Any:
+        """Walk ``value`` as the target's definition ``name``."""
+        node = self.model.defs.get(name)
+        if node is None:
+            return value
+        hooks = TYPE_HOOKS.get(name)
+        if hooks and isinstance(value, dict):
+            for hook in hooks:
+                value = hook(self, value, ptr, node)
+                if value is DROP:
+                    return DROP
+        return self.node(value, node, ptr, name)
+
+    def node(self, value: Any, schema: dict, ptr: str, typ: str) -> Any:
+        ref = schema.get("$ref")
+        if ref is not None:
+            return self.named(value, self.model.ref_name(ref), ptr)
+        if "anyOf" in schema:
+            return self.union(value, schema["anyOf"], ptr, typ)
+        if "allOf" in schema:
+            return self.node(value, _merged(self.model, schema), ptr, typ)
+        if isinstance(value, dict):
+            props = schema.get("properties")
+            if props is None and schema.get("type") != "object":
+                return value
+            return self.obj(value, schema, props or {}, ptr, typ)
+        if isinstance(value, list):
+            items = schema.get("items")
+            if isinstance(items, dict) and items:
+                return self.array(value, items, ptr, typ)
+        return value
+
+    def obj(self, value: dict, schema: dict, props: dict, ptr: str, typ: str) -> dict:
+        extra = schema.get("additionalProperties")
+        for key in list(value):
+            sub = props.get(key)
+            kptr = f"{ptr}/{escape(key)}"
+            if sub is not None:
+                if (typ, key) in OPEN_FIELDS:
+                    continue
+                if key == "_meta":
+                    self.meta(value[key], sub, kptr, typ)
+                    continue
+                if not sub:
+                    continue  # {} accepts anything
+                new = self.node(value[key], sub, kptr, typ)
+                if new is DROP:
+                    del value[key]
+                elif new is not value[key]:
+                    value[key] = new
+                continue
+            if extra is None or extra is False:
+                if self.policy == "strict":
+                    self.log(kptr, "drop", self.field_rule(typ, key), value[key])
+                    del value[key]
+                continue
+            if isinstance(extra, dict) and extra:
+                new = self.node(value[key], extra, kptr, typ)
+                if new is DROP:
+                    del value[key]
+                elif new is not value[key]:
+                    value[key] = new
+        return value
+
+    def meta(self, value: Any, schema: dict, ptr: str, typ: str) -> None:
+        """``_meta`` is open in every revision; only reserved keys a delta record removes go."""
+        if not isinstance(value, dict):
+            return
+        if "$ref" in schema:
+            _, schema = self.model.resolve(schema["$ref"])
+        props = schema.get("properties") or {}
+        for key in list(value):
+            if key in props or not key.startswith(RESERVED_META_PREFIXES):
+                continue
+            rule = self.rules.for_key(key, self.to_rev, self.direction)
+            if rule != ids.UNDEFINED:
+                self.log(f"{ptr}/{escape(key)}", "drop", rule, value[key])
+                del value[key]
+
+    def array(self, value: list, items: dict, ptr: str, typ: str) -> list:
+        out = None
+        for i, el in enumerate(value):
+            new = self.node(el, items, f"{ptr}/{i}", typ)
+            if new is DROP or new is not el:
+                if out is None:
+                    out = value[:i]
+                if new is not DROP:
+                    out.append(new)
+            elif out is not None:
+                out.append(el)
+        if out is None:
+            return value
+        value[:] = out
+        return value
+
+    def union(self, value: Any, members: list[dict], ptr: str, typ: str) -> Any:
+        names = [self.model.ref_name(m["$ref"]) if "$ref" in m else None for m in members]
+        family = union_family(names)
+        pre = UNION_PRE.get(family)
+        if pre is not None:
+            value = pre(self, value, ptr, members, names)
+            if value is DROP:
+                return DROP
+        if isinstance(value, list):
+            for m in members:
+                if m.get("type") == "array" or "items" in m:
+                    return self.node(value, m, ptr, typ)
+            miss = UNION_MISS.get(family)
+            if miss is None:
+                return value
+            new = miss(self, value, ptr, members, names)
+            return DROP if new is DROP else self.union(new, members, ptr, typ)
+        if not isinstance(value, dict):
+            return value
+        resolved = [(n, self.model.defs[n] if n else m) for n, m in zip(names, members)]
+        objs = [(n, s) for n, s in resolved if s.get("type") == "object" or "properties" in s]
+        disc = value.get("type")
+        consts = [((s.get("properties") or {}).get("type") or {}).get("const") for _, s in objs]
+        if objs and all(c is not None for c in consts):
+            for (n, s), c in zip(objs, consts):
+                if c == disc:
+                    return self.node(value, members[names.index(n)] if n else s, ptr, n or typ)
+            miss = UNION_MISS.get(family)
+            if miss is None:
+                return value
+            new = miss(self, value, ptr, members, names)
+            if new is DROP:
+                return DROP
+            return self.union(new, members, ptr, typ)
+        best, best_score = None, None
+        for n, s in objs:
+            props = s.get("properties") or {}
+            tprop = props.get("type") or {}
+            if disc is not None and "const" in tprop and tprop["const"] != disc:
+                continue
+            if disc is not None and "enum" in tprop and disc not in tprop["enum"]:
+                continue
+            if not all(r in value for r in s.get("required", ())):
+                continue
+            score = sum(1 for k in value if k in props)
+            if best_score is None or score > best_score:
+                best, best_score = (n, s), score
+        if best is None:
+            return value
+        n, s = best
+        return self.node(value, {"$ref": self.model.ref_prefix + n} if n else s, ptr, n or typ)
+
+
+def _merged(model: revisions.SchemaModel, schema: dict) -> dict:
+    """allOf of object schemas as one object schema (used by a few 2025-11-25+ definitions)."""
+    props: dict = {}
+    required: list = []
+    extra = None
+    for part in schema["allOf"]:
+        if "$ref" in part:
+            _, part = model.resolve(part["$ref"])
+        props.update(part.get("properties") or {})
+        required += part.get("required", [])
+        if "additionalProperties" in part:
+            extra = part["additionalProperties"]
+    out = {"type": "object", "properties": props, "required": required}
+    if extra is not None:
+        out["additionalProperties"] = extra
+    return out
+
+
+def union_family(names: list[str | None]) -> str:
+    """Which named rules apply to a union, from its members' definition names."""
+    s = set(n for n in names if n)
+    if "TextContent" in s:
+        return "content"
+    if "StringSchema" in s or "NumberSchema" in s:
+        return "elicitation-property"
+    return "other"
+
+
+Hook = Callable[[Walk, dict, str, dict], Any]
+#: (definition, property) pairs whose value is an open JSON document (e.g. a JSON Schema): not entered
+OPEN_FIELDS: set[tuple[str, str]] = set()
+#: target definition name -> hooks run before the generic walk of an object of that type
+TYPE_HOOKS: dict[str, list[Hook]] = {}
+#: union family -> rule run before member selection (may rewrite or DROP the value)
+UNION_PRE: dict[str, Callable] = {}
+#: union family -> rule for a value whose discriminator no target member has
+UNION_MISS: dict[str, Callable] = {}
+
+
+def type_hook(*names: str):
+    def deco(fn: Hook) -> Hook:
+        for n in names:
+            TYPE_HOOKS.setdefault(n, []).append(fn)
+        return fn
+    return deco
+
+
+# -- message level --------------------------------------------------------------------------
+def classify(message: Any) -> Kind | None:
+    """The JSON-RPC kind of a parsed message, or None when it is not a JSON-RPC 2.0 object."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    if "method" in message:
+        return "request" if "id" in message else "notification"
+    if "result" in message:
+        return "result"
+    if "error" in message:
+        return "error"
+    return None
+
+
+def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_rev: str,
+              direction: Direction, policy: Policy = "strict", options: dict | None = None,
+              request_id: Any = None) -> Outcome:
+    """Rewrite ``message`` (mutated in place) so a ``to_rev`` receiver can parse it.
+
+    ``method``: for requests/notifications their own method; for results and errors the method of
+    the request they answer (None when unknown: the result is then walked as a bare ``Result``).
+    ``request_id``: the id of the request the HTTP exchange carried, used to fill a missing error
+    id (RPC-error-id-optional). Raises nothing for data problems: unknown shapes are left alone.
+    """
+    walk = Walk(from_rev, to_rev, direction, policy, options)
+    model = walk.model
+    try:
+        for hook in MESSAGE_HOOKS:
+            out = hook(walk, message, kind, method, request_id)
+            if out is not None:
+                out.changes[:0] = walk.changes
+                return out
+        if kind in ("request", "notification"):
+            table = model.requests if kind == "request" else model.notifications
+            name = table.get(method or "")
+            if name is None:
+                return Outcome(None, walk.changes)  # message hooks decide what an undefined method becomes
+            params = message.get("params")
+            pschema = (model.defs[name].get("properties") or {}).get("params")
+            if isinstance(params, dict) and pschema:
+                for hook in TYPE_HOOKS.get(name + ".params", ()):
+                    params = hook(walk, params, "/params", pschema)
+                new = walk.node(params, pschema, "/params", name)
+                message["params"] = new
+        elif kind == "result":
+            result = message.get("result")
+            if isinstance(result, dict):
+                message["result"] = walk.named(result, model.result_for(method) if method else "Result", "/result")
+    except Reject as r:
+        walk.log(r.pointer, "drop-message", r.rule, detail=r.message)
+        return Outcome(None, walk.changes, reply={"code": r.code, "message": r.message})
+    for hook in AFTER_HOOKS:
+        out = hook(walk, message, kind, method, request_id)
+        if out is not None:
+            out.changes[:0] = walk.changes
+            return out
+    return Outcome(message, walk.changes)
+
+
+#: hooks run before the walk: (walk, message, kind, method, request_id) -> Outcome | None
+MESSAGE_HOOKS: list[Callable] = []
+#: hooks run after the walk, same signature
+AFTER_HOOKS: list[Callable] = []
+
+# Register the named rules (modules add themselves to the tables above on import).
+from .rules import content, elicitation, messages, tools  # noqa: E402,F401

@@ -1,0 +1,391 @@
+"""One HTTP exchange, message by message: framing -> session -> downgrade -> change records.
+
+:class:`Rewriter` is what the mitmproxy addon calls; it knows HTTP only as header values and body
+bytes, so tests drive it with plain bytes. For each body it
+
+1. frames it (:mod:`framing.json_body`, :mod:`framing.sse`),
+2. looks up and updates the session (:mod:`session`): initialize handshake, request id -> method,
+3. downgrades each JSON-RPC message from the sender's to the receiver's revision (:mod:`downgrade`),
+4. returns the bytes to deliver (None: forward the original bytes untouched) and the change records.
+
+Never loses a message: a body or event that cannot be parsed, or whose rewrite raises, is forwarded
+byte for byte and one ``passthrough`` record says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import orjson
+
+from . import revisions
+from .changes import Change
+from .downgrade import Outcome, classify, downgrade
+from .framing import json_body
+from .framing.sse import Event, SSEParser
+from .rules import ids
+from .session import Session, SessionStore, revision_of_request
+
+PRIMING_RULE = "TR-sse-priming-polling"
+BATCH_RESPONSE_RULE = "RPC-batch-response"
+BATCH_REQUEST_RULE = "RPC-batch-request"
+
+
+@dataclass
+class Exchange:
+    """What mcpx knows about one HTTP request/response pair (one mitmproxy flow).
+
+    ``request_ids``: id -> method of every JSON-RPC request in the request body;
+    ``split``: for a batch the server cannot take, the member messages (serialised) to POST one
+    by one; ``replies``: JSON-RPC messages mcpx must send to the server itself (answers on the
+    client's behalf to server requests it did not deliver); ``changes``: every record so far.
+    """
+
+    flow_id: str | None = None
+    session: Session | None = None
+    session_key: str | None = None
+    client_key: str | None = None
+    is_mcp: bool = False
+    request_ids: dict = field(default_factory=dict)
+    single_request_id: Any = None
+    initialize: dict | None = None
+    split: list[bytes] | None = None
+    batch_ids: list = field(default_factory=list)
+    replies: list[dict] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)  # per message: kind, method, id, direction, change count
+
+    @property
+    def revisions(self) -> tuple[str | None, str | None]:
+        s = self.session
+        if s is None:
+            return None, None
+        return s.server_rev, (s.pinned_rev or s.client_rev)
+
+
+class Rewriter:
+    """Rewrites bodies for a :class:`SessionStore`; ``policy`` is "strict" or "lenient"."""
+
+    def __init__(self, store: SessionStore | None = None, policy: str = "strict", options: dict | None = None,
+                 on_changes: Callable[[Exchange, list[Change]], None] | None = None):
+        self.store = store or SessionStore()
+        self.policy = policy
+        self.options = options or {}
+        self.on_changes = on_changes
+
+    # -- records ----------------------------------------------------------------------------
+    def _emit(self, exch: Exchange, changes: list[Change], direction: str, msg: Any, method: str | None,
+              from_rev: str | None, to_rev: str | None) -> None:
+        if not changes:
+            return
+        s = exch.session
+        jid = msg.get("id") if isinstance(msg, dict) else None
+        if not isinstance(jid, (int, str)) or isinstance(jid, bool):
+            jid = None
+        stamped = [c.stamped(time=_now(), flow=exch.flow_id, session=s.key if s else None, direction=direction,
+                             jsonrpc_id=jid, method=method, from_rev=from_rev, to_rev=to_rev) for c in changes]
+        exch.changes.extend(stamped)
+        if s is not None:
+            s.changes += len(stamped)
+            s.dropped += sum(1 for c in stamped if c.action in ("drop", "drop-message"))
+            for c in stamped:
+                s.by_rule[(c.rule, c.action)] = s.by_rule.get((c.rule, c.action), 0) + 1
+        if self.on_changes:
+            self.on_changes(exch, stamped)
+
+    def passthrough(self, exch: Exchange, direction: str, reason: str, pointer: str = "") -> None:
+        from_rev, to_rev = exch.revisions if direction == "s2c" else exch.revisions[::-1]
+        self._emit(exch, [Change(pointer=pointer, action="passthrough", rule=ids.PASSTHROUGH, detail=reason)],
+                   direction, None, None, from_rev, to_rev)
+
+    # -- requests (client -> server) --------------------------------------------------------
+    def request(self, exch: Exchange, body: bytes | None, session_id: str | None, version_header: str | None) -> bytes | None:
+        """Handle a client POST body. Returns new body bytes, or None to forward it unchanged.
+
+        Sets ``exch.split`` when a batch must be sent as single POSTs (RPC-batch-request).
+        """
+        key = session_id or (f"client:{exch.client_key}" if exch.client_key else None)
+        exch.session_key = key
+        if key is not None:
+            exch.session = self.store.get(key)
+        if session_id or version_header:
+            exch.is_mcp = True
+        if not body:
+            return None
+        try:
+            parsed = json_body.parse(body)
+        except json_body.Unparseable as e:
+            if exch.is_mcp:
+                self.passthrough(exch, "c2s", e.reason)
+            return None
+        if not any(classify(m) for m in parsed.messages):
+            if exch.is_mcp:
+                self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
+            return None
+        exch.is_mcp = True
+        for m in parsed.messages:
+            if classify(m) == "request" and m.get("method") == "initialize":
+                exch.initialize = m
+        if exch.initialize is not None:
+            # A new session starts: keyed by client until the server mints an id.
+            exch.session = self.store.create(key or f"flow:{exch.flow_id}")
+            params = exch.initialize.get("params") if isinstance(exch.initialize.get("params"), dict) else {}
+            exch.session.requested_rev = params.get("protocolVersion")
+            exch.session.client_info = params.get("clientInfo")
+            exch.session.client_caps = params.get("capabilities")
+            pin = self.store.pins.get((exch.session.client_info or {}).get("name", ""))
+            if pin:
+                exch.session.pinned_rev = pin
+        elif exch.session is None:
+            rev = next((r for r in (revision_of_request(m, version_header) for m in parsed.messages) if r), None)
+            if rev is not None:
+                exch.session = self.store.create(key or f"flow:{exch.flow_id}")
+                exch.session.client_rev = exch.session.server_rev = rev
+        s = exch.session
+        for m in parsed.messages:
+            kind = classify(m)
+            if kind == "request":
+                exch.request_ids[m["id"]] = m.get("method")
+                if s is not None:
+                    s.remember("c2s", m["id"], m.get("method"))
+            if s is not None:
+                s.messages += 1
+        if not parsed.batch and parsed.messages and classify(parsed.messages[0]) == "request":
+            exch.single_request_id = parsed.messages[0].get("id")
+        server_rev = s.server_rev if s else None
+        client_rev = (s.pinned_rev or s.client_rev) if s else None
+        if parsed.batch and server_rev != "2025-03-26":
+            exch.split = [json_body.dumps(m) for m in parsed.messages]
+            exch.batch_ids = [m.get("id") for m in parsed.messages if classify(m) == "request"]
+            self._emit(exch, [Change(pointer="", action="split", rule=BATCH_REQUEST_RULE,
+                                     before=f"batch of {len(parsed.messages)} messages",
+                                     after=f"{len(parsed.messages)} single POSTs", detail="JSON-RPC batch split: the server revision has no batches")],
+                       "c2s", None, None, client_rev, server_rev)
+            return None
+        if not (server_rev and client_rev) or exch.initialize is not None:
+            return None
+        changed = False
+        out = []
+        for m in parsed.messages:
+            res = self._one(exch, m, "c2s", client_rev, server_rev)
+            if res is None:
+                out.append(m)
+                continue
+            changed = True
+            if res.message is not None:
+                out.append(res.message)
+        if not changed:
+            return None
+        if parsed.batch:
+            return json_body.dumps(out)
+        return json_body.dumps(out[0]) if out else b""
+
+    # -- one message ------------------------------------------------------------------------
+    def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None) -> Outcome | None:
+        """Downgrade one message. None: deliver it untouched (no change)."""
+        kind = classify(msg)
+        if kind is None:
+            return None
+        s = exch.session
+        method = msg.get("method") if kind in ("request", "notification") else None
+        jid = msg.get("id")
+        if kind in ("result", "error"):
+            asked_by = "c2s" if direction == "s2c" else "s2c"
+            method = (exch.request_ids.get(jid) if direction == "s2c" else None) or (s.answer(asked_by, jid) if s else None)
+            if direction == "s2c" and s is not None and jid in exch.request_ids:
+                s.answer("c2s", jid)
+        elif kind == "request" and direction == "s2c" and s is not None:
+            s.remember("s2c", jid, method)
+        if direction == "s2c" and s is not None:
+            s.messages += 1
+            if method == "initialize" and kind == "result":
+                from_rev, to_rev = self._learn_initialize(exch, msg)
+        exch.messages.append({"direction": direction, "kind": kind, "method": method, "id": jid if isinstance(jid, (int, str)) else None})
+        if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
+            return None
+        try:
+            out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
+                            request_id=exch.single_request_id)
+        except Exception as e:  # a rule failed: never lose the message
+            self._emit(exch, [Change(pointer="", action="passthrough", rule=ids.PASSTHROUGH,
+                                     detail=f"rule failed: {type(e).__name__}: {e}")], direction, msg, method, from_rev, to_rev)
+            return None
+        pin_change = getattr(exch, "_pin_change", None)
+        if pin_change is not None:
+            out.changes.insert(0, pin_change)
+            exch._pin_change = None
+        exch.messages[-1]["changes"] = len(out.changes)
+        if not out.changes:
+            return None
+        if out.reply is not None and kind == "request":
+            exch.replies.append({"jsonrpc": "2.0", "id": jid, "error": out.reply})
+        self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
+        return out
+
+    def _learn_initialize(self, exch: Exchange, msg: dict) -> tuple[str | None, str | None]:
+        s = exch.session
+        result = msg.get("result")
+        if s is None or not isinstance(result, dict):
+            return None, None
+        negotiated = result.get("protocolVersion")
+        s.server_rev = s.client_rev = negotiated if revisions.is_known(negotiated) else None
+        s.server_info = result.get("serverInfo")
+        s.server_caps = result.get("capabilities")
+        if s.pinned_rev and s.server_rev and revisions.older(s.pinned_rev, s.server_rev):
+            exch._pin_change = Change(pointer="/result/protocolVersion", action="rewrite", rule="MCPX-pin",
+                                      before=f'"{negotiated}"', after=f'"{s.pinned_rev}"',
+                                      detail="session pinned to an older revision by mcpx.pin")
+            result["protocolVersion"] = s.pinned_rev
+            s.client_rev = s.pinned_rev
+        elif s.pinned_rev:
+            s.pinned_rev = None
+        return s.server_rev, s.client_rev
+
+    def session_minted(self, exch: Exchange, session_id: str | None) -> None:
+        """The server answered initialize with ``Mcp-Session-Id``: key the session by it."""
+        if exch.session is not None and session_id and exch.initialize is not None:
+            self.store.alias(session_id, exch.session)
+
+    # -- responses (server -> client) -------------------------------------------------------
+    def response_json(self, exch: Exchange, body: bytes) -> bytes | None:
+        """Rewrite an application/json response body; None means forward it unchanged."""
+        if not body:
+            return None
+        try:
+            parsed = json_body.parse(body)
+        except json_body.Unparseable as e:
+            if exch.is_mcp:
+                self.passthrough(exch, "s2c", e.reason)
+            return None
+        if not exch.is_mcp and not any(classify(m) for m in parsed.messages):
+            return None
+        from_rev, to_rev = exch.revisions
+        out, changed = [], False
+        for m in parsed.messages:
+            res = self._one(exch, m, "s2c", from_rev, to_rev)
+            from_rev, to_rev = exch.revisions
+            if res is None:
+                out.append(m)
+            else:
+                changed = True
+                if res.message is not None:
+                    out.append(res.message)
+        if not changed:
+            return None
+        if parsed.batch:
+            return json_body.dumps(out)
+        return json_body.dumps(out[0]) if out else b""
+
+    def sse(self, exch: Exchange) -> "SSERewriter":
+        return SSERewriter(self, exch)
+
+    def sse_event(self, exch: Exchange, ev: Event) -> bytes:
+        """The bytes to deliver for one SSE event."""
+        from_rev, to_rev = exch.revisions
+        if ev.decode_error:
+            self.passthrough(exch, "s2c", "SSE event data is not valid UTF-8")
+            return ev.raw
+        if ev.data is None:
+            return ev.raw
+        if ev.data.strip() == "":
+            if revisions.is_known(to_rev) and revisions.older(to_rev, "2025-11-25"):
+                self._emit(exch, [Change(pointer="", action="drop-message", rule=PRIMING_RULE, before=summ_event(ev),
+                                         detail="empty-data (priming) event not forwarded to a client older than 2025-11-25")],
+                           "s2c", None, None, from_rev, to_rev)
+                return ev.with_data([])
+            return ev.raw
+        try:
+            value = orjson.loads(ev.data)
+        except orjson.JSONDecodeError as e:
+            self.passthrough(exch, "s2c", f"SSE event data is not valid JSON: {e}")
+            return ev.raw
+        batch = isinstance(value, list)
+        messages = value if batch else [value]
+        out, changed = [], False
+        for m in messages:
+            res = self._one(exch, m, "s2c", from_rev, to_rev)
+            from_rev, to_rev = exch.revisions
+            if res is None:
+                out.append(m)
+            else:
+                changed = True
+                if res.message is not None:
+                    out.append(res.message)
+        if batch and to_rev != "2025-03-26" and revisions.is_known(to_rev):
+            self._emit(exch, [Change(pointer="", action="split", rule=BATCH_RESPONSE_RULE, before=f"batch of {len(messages)} messages",
+                                     after=f"{len(out)} events")], "s2c", None, None, from_rev, to_rev)
+            return ev.with_data([json_body.dumps(m) for m in out])
+        if not changed:
+            return ev.raw
+        if batch:
+            return ev.with_data([json_body.dumps(out)] if out else [])
+        return ev.with_data([json_body.dumps(m) for m in out])
+
+
+class SSERewriter:
+    """A ``flow.response.stream`` callable: feed raw chunks, get rewritten bytes; ``b""`` ends it.
+
+    ``decoder`` (optional) undoes the Content-Encoding chunk by chunk. ``original`` and
+    ``delivered`` keep up to ``keep`` bytes of each side for inspection.
+    """
+
+    def __init__(self, rewriter: Rewriter, exch: Exchange, decoder: Callable[[bytes], bytes] | None = None, keep: int = 4 << 20):
+        self.rewriter = rewriter
+        self.exch = exch
+        self.decoder = decoder
+        self.parser = SSEParser()
+        self.finished = False
+        self.keep = keep
+        self.original = bytearray()
+        self.delivered = bytearray()
+        self.truncated = False
+
+    def __call__(self, chunk: bytes) -> bytes:
+        if self.finished:
+            return chunk
+        if chunk == b"":
+            self.finished = True
+            events, rest = self.parser.close()
+            return self._out(events, rest, b"")
+        raw = chunk
+        if self.decoder is not None:
+            chunk = self.decoder(chunk)
+        return self._out(self.parser.feed(chunk), b"", raw)
+
+    def _out(self, events: list[Event], rest: bytes, raw: bytes) -> bytes:
+        parts = []
+        for ev in events:
+            try:
+                parts.append(self.rewriter.sse_event(self.exch, ev))
+            except Exception as e:  # never lose an event
+                self.rewriter.passthrough(self.exch, "s2c", f"SSE rewrite failed: {type(e).__name__}: {e}")
+                parts.append(ev.raw)
+        if rest:
+            parts.append(rest)
+        data = b"".join(parts)
+        self._keep(self.original, b"".join(e.raw for e in events) + rest)
+        self._keep(self.delivered, data)
+        return data
+
+    def _keep(self, buf: bytearray, data: bytes) -> None:
+        room = self.keep - len(buf)
+        if room <= 0:
+            self.truncated = self.truncated or bool(data)
+            return
+        buf += data[:room]
+        if len(data) > room:
+            self.truncated = True
+
+    def whole(self, body: bytes) -> bytes:
+        """Rewrite a complete body (offline replay) with the same code path as streaming."""
+        return self(body) + self(b"")
+
+
+def summ_event(ev: Event) -> str:
+    return f"SSE event id={ev.last_id!r} data={ev.data!r}"[:120]
+
+
+def _now() -> float:
+    import time
+    return time.time()

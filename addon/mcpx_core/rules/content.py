@@ -1,0 +1,119 @@
+"""Content-block rules: union members a receiver's revision does not define.
+
+Applies wherever a content block can stand (CallToolResult.content, PromptMessage.content,
+SamplingMessage.content, ToolResultContent.content, EmbeddedResource inside them), because the
+walker calls these rules for every content-block union of the *target* schema whose members lack
+the block's ``type`` (REVISIONS.md 7.2). The replacement is walked again, so annotations and
+``_meta`` of the new block are trimmed to the target by the generic schema walk.
+
+Rules (ids of revision-delta.json):
+- ``CT-resource_link``: ResourceLink (schema/2025-06-18/schema.ts:760) -> EmbeddedResource
+  (schema/2025-03-26/schema.ts:654) with TextResourceContents typed ``text/plain`` whose text names
+  uri, name, title, description, original mimeType and size (the proxy never fetches the link).
+  Where the union has no EmbeddedResource (sampling) -> TextContent.
+- ``CT-audio``: AudioContent (schema/2025-03-26/schema.ts:990) -> TextContent
+  "[audio content omitted: <mimeType>, <n> bytes]" keeping annotations; with option
+  ``audio="embed"`` and an EmbeddedResource member, the bytes are kept as BlobResourceContents.
+- ``CT-tool_use`` / ``CT-tool_result`` (schema/2025-11-25/schema.ts:1834, 1868) -> TextContent.
+- ``CT-sampling-content-array`` (schema/2025-11-25/schema.ts:1683): an array where the target
+  allows one block: one element -> that element; more -> one TextContent joining their texts.
+- any other unknown ``type`` -> TextContent naming it (rule ``SCHEMA-undefined``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from ..downgrade import DROP, UNION_MISS, Walk
+from . import ids
+
+_KEEP_ON_BLOCK = ("annotations", "_meta")
+
+
+def base64_len(data: str) -> int:
+    """Decoded size in bytes of a base64 string, computed without decoding it."""
+    n = len(data)
+    pad = 2 if data.endswith("==") else 1 if data.endswith("=") else 0
+    return max(0, n * 3 // 4 - pad)
+
+
+def _carry(src: dict, dst: dict) -> dict:
+    for k in _KEEP_ON_BLOCK:
+        if k in src:
+            dst[k] = src[k]
+    return dst
+
+
+def link_text(block: dict) -> str:
+    lines = [f"Resource link (content not embedded): {block.get('uri', '')}"]
+    for key in ("name", "title", "description", "mimeType", "size"):
+        if key in block:
+            lines.append(f"{key}: {block[key]}")
+    return "\n".join(lines)
+
+
+def describe(block: Any) -> str:
+    """A one-line text standing for a block the receiver cannot parse."""
+    if not isinstance(block, dict):
+        return f"[content omitted: {orjson.dumps(block).decode()[:200]}]"
+    t = block.get("type")
+    if t == "text":
+        return str(block.get("text", ""))
+    if t in ("audio", "image"):
+        return f"[{t} content omitted: {block.get('mimeType', 'unknown type')}, {base64_len(str(block.get('data', '')))} bytes]"
+    if t == "resource_link":
+        return link_text(block)
+    if t == "resource":
+        res = block.get("resource") or {}
+        return res.get("text") if isinstance(res.get("text"), str) else f"[resource {res.get('uri', '')} ({res.get('mimeType', '')}) omitted]"
+    if t == "tool_use":
+        return f"[tool_use id={block.get('id')} name={block.get('name')} input={orjson.dumps(block.get('input')).decode()}]"
+    if t == "tool_result":
+        inner = block.get("content") if isinstance(block.get("content"), list) else []
+        err = ", error" if block.get("isError") else ""
+        return f"[tool_result for {block.get('toolUseId')}{err}] " + "\n".join(describe(b) for b in inner)
+    return f"[{t} content omitted by mcpx: not defined in this protocol revision]"
+
+
+def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -> Any:
+    """Replace a block (or block array) the target's content union does not accept."""
+    available = set(n for n in names if n)
+    if isinstance(value, list):
+        if len(value) == 1:
+            walk.log(ptr, "rewrite", "CT-sampling-content-array", value, value[0])
+            return value[0]
+        text = "\n\n".join(describe(b) for b in value)
+        new = {"type": "text", "text": text}
+        walk.log(ptr, "rewrite", "CT-sampling-content-array", value, new)
+        return new
+    t = value.get("type")
+    if t == "resource_link":
+        if "EmbeddedResource" in available:
+            new = {"type": "resource", "resource": {"uri": value.get("uri", ""), "mimeType": "text/plain", "text": link_text(value)}}
+        else:
+            new = {"type": "text", "text": link_text(value)}
+        rule = "CT-resource_link"
+    elif t == "audio":
+        data = value.get("data")
+        if walk.options.get("audio") == "embed" and "EmbeddedResource" in available and isinstance(data, str):
+            digest = hashlib.sha256(data.encode()).hexdigest()[:16]
+            new = {"type": "resource", "resource": {"uri": f"urn:mcpx:audio:{digest}", "mimeType": value.get("mimeType", "application/octet-stream"), "blob": data}}
+        else:
+            new = {"type": "text", "text": describe(value)}
+        rule = "CT-audio"
+    elif t in ("tool_use", "tool_result"):
+        new = {"type": "text", "text": describe(value)}
+        rule = f"CT-{t}"
+    else:
+        new = {"type": "text", "text": describe(value)}
+        rule = ids.UNDEFINED
+    _carry(value, new)
+    walk.log(ptr, "rewrite", rule, value, new)
+    return new
+
+
+UNION_MISS["content"] = content_miss
+_ = DROP  # re-exported sentinel for rule modules

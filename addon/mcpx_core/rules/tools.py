@@ -1,0 +1,105 @@
+"""Tool rules: definitions in tools/list results and tools/call results.
+
+- ``SC-structuredContent`` (schema/2025-06-18/schema.ts:828; docs/specification/2025-06-18/server/tools.mdx:301):
+  a receiver whose CallToolResult has no ``structuredContent`` gets it as a TextContent with its
+  JSON appended to ``content`` (unless a text block already carries that JSON), and the field is
+  removed (strict) or kept (lenient).
+- ``SC-structuredContent-any`` (schema/2026-07-28/schema.ts:1821): a non-object value for a
+  receiver whose structuredContent must be an object: same text fallback, field removed.
+- ``TOOL-title`` (schema/2025-06-18/schema.ts:930): for a receiver without ``Tool.title`` whose
+  ToolAnnotations have ``title``, the title moves to ``annotations.title`` when that is absent.
+- ``TOOL-outputSchema-any`` (schema/2026-07-28/schema.ts:2005): an outputSchema whose root is not
+  ``type: "object"`` is removed for receivers that pin that literal.
+- ``TOOL-inputSchema-$schema`` / ``TOOL-inputSchema-open``: inputSchema and outputSchema are JSON
+  Schemas; their keywords are kept (the walker does not enter them), ``$schema`` is logged as kept.
+- ``COMP-values-max`` (schema/2026-07-28/schema.ts:2651): more than 100 completion values are
+  truncated to 100 with ``hasMore: true``.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from ..downgrade import OPEN_FIELDS, Walk, type_hook
+
+
+def _carries_json(content: list, value) -> bool:
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if isinstance(text, str) and text[:1] in "{[\"0123456789-tfn" and text:
+                try:
+                    if orjson.loads(text) == value:
+                        return True
+                except orjson.JSONDecodeError:
+                    continue
+    return False
+
+
+@type_hook("CallToolResult")
+def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
+    if "structuredContent" not in value:
+        return value
+    sc = value["structuredContent"]
+    props = target.get("properties") or {}
+    if "structuredContent" in props:
+        if not (props["structuredContent"].get("type") == "object" and not isinstance(sc, dict)):
+            return value
+        rule = "SC-structuredContent-any"
+    else:
+        rule = "SC-structuredContent"
+    content = value.get("content")
+    if not isinstance(content, list):
+        content = value["content"] = []
+    if not _carries_json(content, sc):
+        block = {"type": "text", "text": orjson.dumps(sc).decode()}
+        content.append(block)
+        walk.log(f"{ptr}/content/{len(content) - 1}", "rewrite", rule, None, f"text block with the JSON of {ptr}/structuredContent", raw=True)
+    if walk.policy == "strict" or rule == "SC-structuredContent-any":
+        walk.log(f"{ptr}/structuredContent", "drop", rule, sc)
+        del value["structuredContent"]
+    else:
+        walk.log(f"{ptr}/structuredContent", "keep", rule, sc)
+    return value
+
+
+@type_hook("Tool")
+def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
+    props = target.get("properties") or {}
+    if "title" in value and "title" not in props and "annotations" in props:
+        ann_name, ann = walk.model.resolve(props["annotations"]["$ref"]) if "$ref" in props["annotations"] else (None, props["annotations"])
+        annotations = value.get("annotations")
+        if "title" in (ann.get("properties") or {}) and (annotations is None or isinstance(annotations, dict)):
+            title = value.pop("title")
+            annotations = value.setdefault("annotations", {})
+            if "title" in annotations:
+                walk.log(f"{ptr}/title", "drop", "TOOL-title", title, detail="annotations.title already set")
+            else:
+                annotations["title"] = title
+                walk.log(f"{ptr}/title", "rewrite", "TOOL-title", title, f"{ptr}/annotations/title", raw=False)
+    out = value.get("outputSchema")
+    osch = props.get("outputSchema")
+    if out is not None and osch is not None:
+        pinned = ((osch.get("properties") or {}).get("type") or {}).get("const")
+        if pinned is not None and (not isinstance(out, dict) or out.get("type") != pinned):
+            walk.log(f"{ptr}/outputSchema", "drop", "TOOL-outputSchema-any", out)
+            del value["outputSchema"]
+    for key in ("inputSchema", "outputSchema"):
+        sch = value.get(key)
+        sub = props.get(key) or {}
+        if isinstance(sch, dict) and "$schema" in sch and "$schema" not in (sub.get("properties") or {}) and walk.policy == "strict":
+            walk.log(f"{ptr}/{key}/$schema", "keep", "TOOL-inputSchema-$schema", sch["$schema"])
+    return value
+
+
+OPEN_FIELDS.update({("Tool", "inputSchema"), ("Tool", "outputSchema")})
+
+
+@type_hook("CompleteResult")
+def completion_values(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
+    comp = value.get("completion")
+    if isinstance(comp, dict) and isinstance(comp.get("values"), list) and len(comp["values"]) > 100:
+        walk.log(f"{ptr}/completion/values", "rewrite", "COMP-values-max", f"{len(comp['values'])} values", "100 values, hasMore: true", raw=True)
+        del comp["values"][100:]
+        comp["hasMore"] = True
+    return value

@@ -1,0 +1,218 @@
+#!/usr/bin/env node
+// Generic MCP client over Streamable HTTP, for any installed TypeScript SDK.
+//
+//   node js_client.mjs <alias> <url> <ops.json> [options.json]
+//
+// <alias>: sdk-1.10.2 | sdk-1.12.3 | sdk-1.13.0 | sdk-1.25.0 (npm aliases of
+//   @modelcontextprotocol/sdk) or client-2.4.0 (@modelcontextprotocol/client).
+// <ops.json>: path to a JSON list of operations ("-" = read it from stdin):
+//   {"op":"listTools"} {"op":"callTool","name":"x","arguments":{},"progress":true}
+//   {"op":"listPrompts"} {"op":"getPrompt","name":"x","arguments":{}}
+//   {"op":"listResources"} {"op":"readResource","uri":"..."}
+//   {"op":"listResourceTemplates"} {"op":"ping"}
+// [options.json]: optional JSON text, e.g. {"elicitation":"decline"} (default
+//   "accept"), {"versionNegotiation":"auto"} (client-2.4.0 only).
+//
+// Every op goes through the SDK's own high-level call, so its own schema
+// validation runs. Prints ONE JSON line on stdout:
+//   {"sdk":..., "protocolVersion":..., "results":[{"op","ok":true,"result"} |
+//    {"op","ok":false,"error","code"}], "serverRequests":[...]}
+// Exit 0 once connected (op failures are reported, not fatal); 2 on usage or
+// connection failure (a JSON line with "error" is still printed).
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
+// Keep stdout for the single result line: SDK chatter goes to stderr.
+console.log = console.error;
+console.info = console.error;
+
+const [alias, url, opsPath, optionsText] = process.argv.slice(2);
+if (!alias || !url || !opsPath) {
+  console.error("usage: node js_client.mjs <alias> <url> <ops.json|-> [options-json]");
+  process.exit(2);
+}
+const options = optionsText ? JSON.parse(optionsText) : {};
+const ops = JSON.parse(readFileSync(opsPath === "-" ? 0 : opsPath, "utf8"));
+
+const modern = alias.startsWith("client-");
+const nm = join(here, "node_modules");
+const esm = (p) => import(pathToFileURL(join(nm, p)).href);
+const sdkVersion = JSON.parse(
+  readFileSync(join(nm, modern ? "@modelcontextprotocol/client" : alias, "package.json"), "utf8"),
+).version;
+
+let Client, StreamableHTTPClientTransport, types = {};
+if (modern) {
+  const req = createRequire(join(nm, "@modelcontextprotocol/client/package.json"));
+  const mod = await import(pathToFileURL(req.resolve("@modelcontextprotocol/client")).href);
+  ({ Client, StreamableHTTPClientTransport } = mod);
+} else {
+  ({ Client } = await esm(`${alias}/dist/esm/client/index.js`));
+  ({ StreamableHTTPClientTransport } = await esm(`${alias}/dist/esm/client/streamableHttp.js`));
+  types = await esm(`${alias}/dist/esm/types.js`);
+}
+
+const canElicit = modern || Boolean(types.ElicitRequestSchema);
+const serverRequests = []; // server->client requests seen by our handlers
+
+// A plausible value for one property of a (2025-06-18 / 2025-11-25) elicitation schema.
+function sampleValue(name, prop) {
+  if (prop.default !== undefined) return prop.default;
+  if (Array.isArray(prop.enum) && prop.enum.length) return prop.enum[0];
+  if (Array.isArray(prop.oneOf) && prop.oneOf.length) return prop.oneOf[0].const;
+  switch (prop.type) {
+    case "boolean":
+      return true;
+    case "integer":
+    case "number":
+      return prop.minimum ?? 1;
+    case "array": {
+      const items = prop.items || {};
+      const opts = items.enum || (items.anyOf || items.oneOf || []).map((o) => o.const);
+      return opts.length ? [opts[0]] : [];
+    }
+    default:
+      switch (prop.format) {
+        case "email":
+          return "test@example.com";
+        case "uri":
+          return "https://example.com/";
+        case "date":
+          return "2000-01-01";
+        case "date-time":
+          return "2000-01-01T00:00:00Z";
+        default:
+          return name === "name" ? "Test User" : "test";
+      }
+  }
+}
+
+function elicitAnswer(params) {
+  serverRequests.push({ method: "elicitation/create", params });
+  const mode = options.elicitation || "accept";
+  if (mode !== "accept") return { action: mode };
+  if (params.mode === "url") return { action: "accept" };
+  const props = params.requestedSchema?.properties || {};
+  const content = {};
+  for (const [k, v] of Object.entries(props)) content[k] = sampleValue(k, v);
+  return { action: "accept", content };
+}
+
+function samplingAnswer(params) {
+  serverRequests.push({ method: "sampling/createMessage", params });
+  return {
+    role: "assistant",
+    content: { type: "text", text: "mcpx test sampling reply" },
+    model: "mcpx-test-model",
+    stopReason: "endTurn",
+  };
+}
+
+const capabilities = { sampling: {} };
+if (canElicit) capabilities.elicitation = {};
+const clientOpts = { capabilities };
+if (modern && options.versionNegotiation) {
+  const m = options.versionNegotiation;
+  clientOpts.versionNegotiation = { mode: typeof m === "string" && m.startsWith("pin:") ? { pin: m.slice(4) } : m };
+}
+const client = new Client({ name: "mcpx-js-client", version: sdkVersion }, clientOpts);
+if (modern) {
+  if (canElicit) client.setRequestHandler("elicitation/create", async (req) => elicitAnswer(req.params));
+  client.setRequestHandler("sampling/createMessage", async (req) => samplingAnswer(req.params));
+} else {
+  if (canElicit) client.setRequestHandler(types.ElicitRequestSchema, async (req) => elicitAnswer(req.params));
+  client.setRequestHandler(types.CreateMessageRequestSchema, async (req) => samplingAnswer(req.params));
+}
+
+const transport = new StreamableHTTPClientTransport(new URL(url));
+// Record the negotiated revision from the initialize result, whatever the SDK.
+let negotiated = null;
+let onmessage;
+Object.defineProperty(transport, "onmessage", {
+  configurable: true,
+  get: () => onmessage,
+  set: (h) => {
+    onmessage = h && ((msg, ...rest) => {
+      if (negotiated === null && msg && msg.result && typeof msg.result.protocolVersion === "string") {
+        negotiated = msg.result.protocolVersion;
+      }
+      return h(msg, ...rest);
+    });
+  },
+});
+
+const errInfo = (e) => {
+  const r = { error: e && e.message ? e.message : String(e) };
+  if (e && e.code !== undefined) r.code = e.code;
+  return r;
+};
+
+try {
+  await client.connect(transport);
+} catch (e) {
+  out({ sdk: alias, version: sdkVersion, protocolVersion: negotiated, results: [], ...errInfo(e) });
+  process.exit(2);
+}
+if (typeof client.getNegotiatedProtocolVersion === "function") {
+  negotiated = client.getNegotiatedProtocolVersion() ?? negotiated;
+}
+
+async function runOp(op) {
+  const reqOpts = op.timeoutMs ? { timeout: op.timeoutMs } : {};
+  switch (op.op) {
+    case "listTools":
+      return client.listTools(op.params, reqOpts);
+    case "callTool": {
+      const progress = [];
+      if (op.progress) reqOpts.onprogress = (p) => progress.push(p);
+      const params = { name: op.name, arguments: op.arguments || {} };
+      const r = modern ? await client.callTool(params, reqOpts) : await client.callTool(params, undefined, reqOpts);
+      return op.progress ? { ...r, __progress: progress } : r;
+    }
+    case "listPrompts":
+      return client.listPrompts(op.params, reqOpts);
+    case "getPrompt":
+      return client.getPrompt({ name: op.name, arguments: op.arguments || {} }, reqOpts);
+    case "listResources":
+      return client.listResources(op.params, reqOpts);
+    case "readResource":
+      return client.readResource({ uri: op.uri }, reqOpts);
+    case "listResourceTemplates":
+      return client.listResourceTemplates(op.params, reqOpts);
+    case "ping":
+      return client.ping(reqOpts);
+    default:
+      throw new Error(`unknown op ${JSON.stringify(op.op)}`);
+  }
+}
+
+const results = [];
+for (const op of ops) {
+  const entry = { op: op.op };
+  for (const k of ["id", "name", "uri"]) if (op[k] !== undefined) entry[k] = op[k];
+  try {
+    entry.result = await runOp(op);
+    entry.ok = true;
+  } catch (e) {
+    entry.ok = false;
+    Object.assign(entry, errInfo(e));
+  }
+  results.push(entry);
+}
+
+try {
+  if (typeof transport.terminateSession === "function") await transport.terminateSession();
+} catch {
+  /* server may not support DELETE */
+}
+try {
+  await client.close();
+} catch {
+  /* ignore */
+}
+out({ sdk: alias, version: sdkVersion, protocolVersion: negotiated, results, serverRequests });
+process.exit(0);

@@ -1,0 +1,257 @@
+"""Launch the real MCP test peers (tests/peers/) from tests. Standard library only.
+
+Install the peers first: scripts/setup_peers.sh.
+
+    from peers_lib import start_everything_server, start_py_server, run_js_client, run_py_client
+
+    with start_py_server() as srv:                     # or srv = ...; srv.stop()
+        out = run_py_client("1.12.4", srv.url, [{"op": "listTools"}])
+        out = run_js_client("sdk-1.10.2", srv.url, scenario_ops("py", "sdk-1.10.2"))
+    out["protocolVersion"]; out["results"][0]["ok"]
+
+Servers listen on 127.0.0.1 only; their url is http://127.0.0.1:PORT/mcp.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PEERS_DIR = Path(__file__).resolve().parent / "peers"
+VENVS_DIR = PEERS_DIR / ".venvs"
+NODE_MODULES = PEERS_DIR / "node_modules"
+HOST = "127.0.0.1"
+
+JS_CLIENTS = ("sdk-1.10.2", "sdk-1.12.3", "sdk-1.13.0", "sdk-1.25.0")
+JS_CLIENTS_EXTRA = ("client-2.4.0",)
+PY_CLIENTS = ("1.8.1", "1.9.4", "1.12.4")
+PY_SERVER_VERSION = "2.3.0"
+
+_PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+_live: list[PeerServer] = []
+
+
+class PeerError(RuntimeError):
+    """A peer could not be started or gave no usable answer."""
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def peers_missing() -> list[str]:
+    """Paths that scripts/setup_peers.sh should have made; [] when all peers are installed."""
+    need = [NODE_MODULES / "@modelcontextprotocol" / "server-everything", *(NODE_MODULES / a for a in JS_CLIENTS)]
+    need += [VENVS_DIR / f"mcp-{v}" / "bin" / "python" for v in (*PY_CLIENTS, PY_SERVER_VERSION)]
+    return [str(p) for p in need if not p.exists()]
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if not node:
+        raise PeerError("node not found on PATH")
+    return node
+
+
+def _venv_python(version: str) -> Path:
+    py = VENVS_DIR / f"mcp-{version}" / "bin" / "python"
+    if not py.exists():
+        raise PeerError(f"{py} missing: run scripts/setup_peers.sh")
+    return py
+
+
+def _minimal_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    # Servers get almost nothing: the everything server's get-env tool returns its env.
+    env = {"PATH": os.pathsep.join([str(Path(_node()).parent), "/usr/bin", "/bin"]), "LANG": "C.UTF-8"}
+    env.update(extra or {})
+    return env
+
+
+def _client_env(extra: dict[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in _PROXY_VARS}
+    env.update(extra or {})
+    return env
+
+
+class PeerServer:
+    """A running server subprocess: .url, .port, .proc, .log_path, .stop(); a context manager."""
+
+    def __init__(self, name: str, port: int, proc: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.name, self.port, self.proc, self.log_path = name, port, proc, log_path
+        self.host = HOST
+        self.url = f"http://{HOST}:{port}/mcp"
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if self in _live:
+            _live.remove(self)
+
+    def __enter__(self) -> PeerServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<PeerServer {self.name} {self.url} pid={self.proc.pid}>"
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection((HOST, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def _start(name: str, argv_for_port: Any, port: int | None, env: dict[str, str], timeout: float) -> PeerServer:
+    attempts = 1 if port is not None else 3  # a picked free port can be taken meanwhile: retry
+    last = ""
+    for _ in range(attempts):
+        p = port if port is not None else free_port()
+        fd, log_name = tempfile.mkstemp(prefix=f"mcpx-{name}-", suffix=".log")
+        with os.fdopen(fd, "wb") as log:
+            proc = subprocess.Popen(
+                argv_for_port(p), cwd=PEERS_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
+        server = PeerServer(name, p, proc, Path(log_name))
+        if _wait_listening(proc, p, timeout):
+            _live.append(server)
+            return server
+        last = server.log()
+        server.stop()
+    raise PeerError(f"{name} server did not start listening:\n{last[-2000:]}")
+
+
+def start_everything_server(port: int | None = None, timeout: float = 20.0) -> PeerServer:
+    """npm @modelcontextprotocol/server-everything, Streamable HTTP, minimal env."""
+    script = PEERS_DIR / "everything_server.cjs"
+    node = _node()
+    return _start("everything", lambda p: [node, str(script), str(p)], port, _minimal_env(), timeout)
+
+
+def start_py_server(port: int | None = None, timeout: float = 30.0) -> PeerServer:
+    """tests/peers/py_server.py on PyPI mcp==2.3.0, Streamable HTTP, minimal env."""
+    py = _venv_python(PY_SERVER_VERSION)
+    script = PEERS_DIR / "py_server.py"
+    env = _minimal_env({"PYTHONUNBUFFERED": "1"})
+    return _start("py", lambda p: [str(py), str(script), str(p)], port, env, timeout)
+
+
+def _run_client(argv: list[str], ops: list[dict[str, Any]], timeout: float, env: dict[str, str]) -> dict[str, Any]:
+    try:
+        cp = subprocess.run(
+            argv, input=json.dumps(ops).encode(), capture_output=True, timeout=timeout, cwd=PEERS_DIR, env=env
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise PeerError(f"client timed out after {timeout}s: {argv[:3]}\n{(exc.stderr or b'')[-2000:]!r}") from exc
+    lines = [ln for ln in cp.stdout.decode(errors="replace").splitlines() if ln.strip()]
+    try:
+        out = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError) as exc:
+        raise PeerError(
+            f"client gave no JSON (rc={cp.returncode}): {argv[:3]}\n"
+            f"stdout: {cp.stdout[-1000:]!r}\nstderr: {cp.stderr[-2000:]!r}"
+        ) from exc
+    out["returncode"] = cp.returncode
+    out["stderr"] = cp.stderr.decode(errors="replace")[-4000:]
+    return out
+
+
+def run_js_client(
+    alias: str,
+    url: str,
+    ops: list[dict[str, Any]],
+    timeout: float = 60,
+    options: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run tests/peers/js_client.mjs with SDK `alias` (e.g. "sdk-1.10.2", "client-2.4.0").
+
+    Returns its JSON report: {"protocolVersion", "results": [{"op","ok","result"|"error"}],
+    "serverRequests", "returncode", "stderr"}; on connection failure "error" is set and
+    returncode is 2. `options` e.g. {"elicitation": "decline"}; `env` adds variables
+    (proxy variables are otherwise removed).
+    """
+    argv = [_node(), str(PEERS_DIR / "js_client.mjs"), alias, url, "-"]
+    if options:
+        argv.append(json.dumps(options))
+    return _run_client(argv, ops, timeout, _client_env(env))
+
+
+def run_py_client(
+    version: str,
+    url: str,
+    ops: list[dict[str, Any]],
+    timeout: float = 60,
+    options: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run tests/peers/py_client.py in venv mcp-<version> (e.g. "1.8.1"); same report as run_js_client."""
+    version = version.removeprefix("mcp-")
+    argv = [str(_venv_python(version)), str(PEERS_DIR / "py_client.py"), url, "-"]
+    if options:
+        argv.append(json.dumps(options))
+    return _run_client(argv, ops, timeout, _client_env({"PYTHONUNBUFFERED": "1", **(env or {})}))
+
+
+def run_client(client: str, url: str, ops: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
+    """Dispatch on a scenarios.json client name: "sdk-1.10.2", "client-2.4.0" or "mcp-1.8.1"."""
+    if client.startswith("mcp-"):
+        return run_py_client(client, url, ops, **kw)
+    return run_js_client(client, url, ops, **kw)
+
+
+def load_scenarios() -> dict[str, Any]:
+    return json.loads((PEERS_DIR / "scenarios.json").read_text())
+
+
+def scenario_ops(server: str, client: str | None = None) -> list[dict[str, Any]]:
+    """Ops of scenarios.json for server "everything" or "py", without those needing a
+    capability that `client` (a scenarios.json client name) lacks."""
+    sc = load_scenarios()
+    caps = sc["clients"].get(client, {}) if client else {}
+    ops = []
+    for op in sc["servers"][server]["ops"]:
+        req = op.get("requires")
+        if req and client and not caps.get(req, False):
+            continue
+        ops.append(op)
+    return ops
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_live):
+        server.stop()

@@ -1,0 +1,82 @@
+"""Validate delivered messages against a revision's schema.json with unknown properties forbidden.
+
+Every object definition that lists ``properties`` and says nothing of ``additionalProperties`` is
+closed (``additionalProperties: false``), which is what a strict client (zod/pydantic) enforces.
+Left open: objects that are open in schema.ts (``additionalProperties`` present), the members of
+``allOf`` (closing them would reject each other's properties), and Tool.inputSchema/outputSchema
+(JSON Schemas, open by nature: TOOL-inputSchema-open).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+import jsonschema
+
+from mcpx_core import revisions
+
+
+def _close(node: Any, in_allof: bool = False, path: tuple = ()) -> None:
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node and not in_allof and path[-1:] not in (("inputSchema",), ("outputSchema",)):
+            node["additionalProperties"] = False
+        for k, v in node.items():
+            if k == "properties" and isinstance(v, dict):
+                for pk, pv in v.items():
+                    if pk in ("inputSchema", "outputSchema"):
+                        continue
+                    _close(pv, False, path + (pk,))
+            elif k == "allOf":
+                for part in v:
+                    _close(part, True, path)
+            elif k not in ("const", "enum", "required", "description"):
+                _close(v, False, path)
+    elif isinstance(node, list):
+        for x in node:
+            _close(x, in_allof, path)
+
+
+@functools.cache
+def closed_schema(revision: str) -> dict:
+    schema = copy.deepcopy(revisions.model(revision).schema)
+    defs = schema.get("definitions") or schema.get("$defs")
+    for name, d in defs.items():
+        _close(d, False, (name,))
+    return schema
+
+
+def _validator(revision: str, root: dict):
+    schema = dict(closed_schema(revision))
+    schema.update(root)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+def message_errors(revision: str, message: dict, method: str | None = None) -> list[str]:
+    """Schema errors of a JSON-RPC message for ``revision`` (empty list: valid).
+
+    ``method``: for results, the method of the request answered (selects the result definition).
+    """
+    m = revisions.model(revision)
+    p = m.ref_prefix
+    if "method" in message:
+        table = m.requests if "id" in message else m.notifications
+        name = table.get(message["method"])
+        if name is None:
+            return [f"method {message['method']!r} not defined in {revision}"]
+        root = {"$ref": p + name}
+        body = {k: v for k, v in message.items() if k not in ("jsonrpc", "id")}
+    elif "result" in message:
+        name = m.result_for(method) if method else "Result"
+        root = {"$ref": p + name}
+        body = message["result"]
+    elif "error" in message:
+        name = "JSONRPCError" if "JSONRPCError" in m.defs else "JSONRPCErrorResponse"
+        root = {"$ref": p + name}
+        body = message
+    else:
+        return ["not a JSON-RPC message"]
+    v = _validator(revision, root)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in v.iter_errors(body)]
