@@ -21,29 +21,32 @@ sha() { sha256sum "$@" | sha256sum | cut -c1-64; }
 py_ok() { # "$@" = command; prints its version when it is a Python >= 3.12
   "$@" -c 'import sys; assert sys.version_info >= (3, 12); print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null
 }
-find_python() {
-  local cand v
+find_python() { # prefers the lowest minor >= 3.12 (the one the peers were pinned on)
+  local minor cand v
   if [[ -n "${PEERS_PYTHON:-}" ]]; then
     py_ok "$PEERS_PYTHON" >/dev/null || die "PEERS_PYTHON=$PEERS_PYTHON is not a Python >= 3.12"
-    command -v "$PEERS_PYTHON" || echo "$PEERS_PYTHON"; return
+    "$PEERS_PYTHON" -c 'import sys; print(sys.executable)'; return
   fi
-  for cand in python3.14 python3.13 python3.12 python3; do
+  for minor in 12 13 14 15; do
+    cand="python3.$minor"
     if command -v "$cand" >/dev/null && py_ok "$cand" >/dev/null; then
       "$cand" -c 'import sys; print(sys.executable)'; return
     fi
-  done
-  # pyenv shims refuse a version that is installed but not selected: ask for each.
-  if command -v pyenv >/dev/null; then
-    for v in $(pyenv versions --bare 2>/dev/null | grep -E '^3\.(1[2-9]|[2-9][0-9])(\.[0-9]+)?$' | sort -t. -k2,2nr -k3,3nr); do
-      cand="python${v%.*}"
-      if PYENV_VERSION="$v" py_ok "$cand" >/dev/null; then
-        PYENV_VERSION="$v" "$cand" -c 'import sys; print(sys.executable)'; return
-      fi
+    # pyenv shims refuse a version that is installed but not selected: ask for it.
+    if command -v pyenv >/dev/null; then
+      for v in $(pyenv versions --bare 2>/dev/null | grep -E "^3\.$minor(\.[0-9]+)?\$" | sort -t. -k3,3nr); do
+        if PYENV_VERSION="$v" py_ok "$cand" >/dev/null; then
+          PYENV_VERSION="$v" "$cand" -c 'import sys; print(sys.executable)'; return
+        fi
+      done
+    fi
+    for cand in /usr/local/bin/python3.$minor /usr/bin/python3.$minor "$HOME"/.pyenv/versions/3.$minor*/bin/python3.$minor; do
+      if [[ -x "$cand" ]] && py_ok "$cand" >/dev/null; then "$cand" -c 'import sys; print(sys.executable)'; return; fi
     done
-  fi
-  for cand in /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9] "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3; do
-    if [[ -x "$cand" ]] && py_ok "$cand" >/dev/null; then echo "$cand"; return; fi
   done
+  if command -v python3 >/dev/null && py_ok python3 >/dev/null; then
+    python3 -c 'import sys; print(sys.executable)'; return
+  fi
   return 1
 }
 
@@ -76,7 +79,7 @@ setup_venv() { # $1 = mcp version, $2 = python
   log "creating venv mcp-$ver"
   rm -rf "$dir"
   "$py" -m venv "$dir"
-  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$req" >&2
+  "$dir/bin/python" -m pip install -qq --disable-pip-version-check --no-input -r "$req" >&2
   "$dir/bin/python" -c 'import mcp, mcp.client.streamable_http' \
     || die "mcp-$ver installed but does not import"
   echo "$want" > "$stamp"
@@ -84,7 +87,7 @@ setup_venv() { # $1 = mcp version, $2 = python
 
 main() {
   local py
-  py="$(find_python)" || die "no Python >= 3.12 found (tried python3.14..python3.12, python3, pyenv versions); install one or set PEERS_PYTHON"
+  py="$(find_python)" || die "no Python >= 3.12 found (tried python3.12..python3.15, pyenv versions, python3); install one or set PEERS_PYTHON=/path/to/python3.12"
   log "using $py ($(py_ok "$py"))"
   mkdir -p "$VENVS"
   setup_npm &

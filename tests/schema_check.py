@@ -20,7 +20,8 @@ from mcpx_core import revisions
 
 def _close(node: Any, in_allof: bool = False, path: tuple = ()) -> None:
     if isinstance(node, dict):
-        if "properties" in node and "additionalProperties" not in node and not in_allof and path[-1:] not in (("inputSchema",), ("outputSchema",)):
+        if ("properties" in node and "additionalProperties" not in node and not in_allof
+                and path[-1:] not in (("inputSchema",), ("outputSchema",), ("_meta",)) and not str(path[-1:]).endswith("MetaObject',)")):
             node["additionalProperties"] = False
         for k, v in node.items():
             if k == "properties" and isinstance(v, dict):

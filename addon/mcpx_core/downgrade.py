@@ -263,6 +263,35 @@ def _merged(model: revisions.SchemaModel, schema: dict) -> dict:
     return out
 
 
+def _params_schema(model: revisions.SchemaModel, name: str, base: str) -> dict | None:
+    """The params schema of request/notification ``name``, with the base type's ``_meta``.
+
+    Every revision's ``Request``/``Notification`` base declares ``params._meta`` (progressToken
+    etc., schema/2024-11-05/schema.ts:21), but definitions that redeclare ``params`` (e.g.
+    CallToolRequest in schema/2024-11-05/schema.json) lose it in the generated JSON Schema, while
+    the prose keeps it (progress tokens ride in request ``_meta``). The base's ``_meta`` is used.
+    """
+    pschema = (model.defs[name].get("properties") or {}).get("params")
+    if not pschema or "$ref" in pschema or "properties" not in pschema or "_meta" in pschema["properties"]:
+        return pschema
+    base_meta = ((((model.defs.get(base) or {}).get("properties") or {}).get("params") or {}).get("properties") or {}).get("_meta")
+    if base_meta is None:
+        return pschema
+    return _with_meta(id(pschema), pschema, base_meta)
+
+
+_META_CACHE: dict[int, dict] = {}
+
+
+def _with_meta(key: int, pschema: dict, meta: dict) -> dict:
+    out = _META_CACHE.get(key)
+    if out is None:
+        out = dict(pschema)
+        out["properties"] = {**pschema["properties"], "_meta": meta}
+        _META_CACHE[key] = out
+    return out
+
+
 def union_family(names: list[str | None]) -> str:
     """Which named rules apply to a union, from its members' definition names."""
     s = set(n for n in names if n)
@@ -330,7 +359,7 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
             if name is None:
                 return Outcome(None, walk.changes)  # message hooks decide what an undefined method becomes
             params = message.get("params")
-            pschema = (model.defs[name].get("properties") or {}).get("params")
+            pschema = _params_schema(model, name, "Request" if kind == "request" else "Notification")
             if isinstance(params, dict) and pschema:
                 for hook in TYPE_HOOKS.get(name + ".params", ()):
                     params = hook(walk, params, "/params", pschema)

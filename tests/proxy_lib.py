@@ -1,0 +1,91 @@
+"""Start the real product for tests: ``mitmdump -s addon/mcpx.py --mode reverse:...`` on loopback."""
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import orjson
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ADDON = ROOT / "addon" / "mcpx.py"
+
+
+def mitmdump_bin() -> str:
+    cand = pathlib.Path(sys.executable).with_name("mitmdump")
+    return str(cand) if cand.exists() else "mitmdump"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proxy:
+    """A running mitmdump; ``url`` is the MCP endpoint through it, ``changes()`` the JSONL records."""
+
+    def __init__(self, upstream: str, workdir: pathlib.Path, path: str = "/mcp", script: bool = True,
+                 options: dict[str, Any] | None = None, save: bool = True):
+        self.port = free_port()
+        self.workdir = workdir
+        self.log_path = workdir / f"changes-{self.port}.jsonl"
+        self.flows_path = workdir / f"flows-{self.port}.mitm"
+        self.out_path = workdir / f"mitmdump-{self.port}.log"
+        argv = [mitmdump_bin(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port),
+                "--set", "connection_strategy=lazy", "--set", "termlog_verbosity=info", "--set", "flow_detail=0"]
+        if script:
+            argv += ["-s", str(ADDON), "--set", f"mcpx_log={self.log_path}"]
+        if save:
+            argv += ["-w", str(self.flows_path)]
+        for k, v in (options or {}).items():
+            argv += ["--set", f"{k}={v}"]
+        self._out = open(self.out_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(ROOT),
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.url = f"http://127.0.0.1:{self.port}{path}"
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mitmdump exited: {self.output()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"mitmdump did not listen: {self.output()}")
+
+    def output(self) -> str:
+        return self.out_path.read_text(errors="replace") if self.out_path.exists() else ""
+
+    def changes(self) -> list[dict]:
+        if not self.log_path.exists():
+            return []
+        return [orjson.loads(line) for line in self.log_path.read_bytes().splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._out.close()
+
+    def flows(self) -> list:
+        """The flows mitmdump wrote with -w (call after stop())."""
+        from mitmproxy import io
+        with open(self.flows_path, "rb") as fh:
+            return list(io.FlowReader(fh).stream())
+
+    def __enter__(self) -> "Proxy":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
