@@ -32,8 +32,11 @@ HOST = "127.0.0.1"
 
 JS_CLIENTS = ("sdk-1.10.2", "sdk-1.12.3", "sdk-1.13.0", "sdk-1.25.0")
 JS_CLIENTS_EXTRA = ("client-2.4.0",)
-PY_CLIENTS = ("1.8.1", "1.9.4", "1.12.4")
 PY_SERVER_VERSION = "2.3.0"
+PY_CLIENTS = ("1.8.1", "1.9.4", "1.12.4")
+# scenarios.json client names, oldest revision first within each SDK family.
+CLIENTS = (*JS_CLIENTS, *(f"mcp-{v}" for v in PY_CLIENTS))
+CLIENTS_EXTRA = (*JS_CLIENTS_EXTRA, f"mcp-{PY_SERVER_VERSION}")
 
 _PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 _live: list[PeerServer] = []
@@ -249,6 +252,26 @@ def scenario_ops(server: str, client: str | None = None) -> list[dict[str, Any]]
             continue
         ops.append(op)
     return ops
+
+
+def verdict(entry: dict[str, Any]) -> str:
+    """"ok", "FAIL" (the SDK call threw) or "isError" (result.isError) for one report entry."""
+    if not entry.get("ok"):
+        return "FAIL"
+    result = entry.get("result")
+    return "isError" if isinstance(result, dict) and result.get("isError") else "ok"
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, str]:
+    """{op id: verdict} for a client report (ops need an "id", as in scenarios.json)."""
+    return {e.get("id") or e["op"]: verdict(e) for e in report.get("results", [])}
+
+
+def expected_verdicts(server: str, client: str, direct: bool = True) -> dict[str, str]:
+    """Verdicts scenario_ops(server, client) gives with no proxy (direct=True), or
+    all "ok" (direct=False: what mcpx should achieve)."""
+    failures = load_scenarios()["direct_failures"].get(server, {}).get(client, {}) if direct else {}
+    return {op["id"]: failures.get(op["id"], "ok") for op in scenario_ops(server, client)}
 
 
 @atexit.register

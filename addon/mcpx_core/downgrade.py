@@ -226,23 +226,47 @@ class Walk:
             if new is DROP:
                 return DROP
             return self.union(new, members, ptr, typ)
-        best, best_score = None, None
+        best, best_score = None, -1
         for n, s in objs:
-            props = s.get("properties") or {}
-            tprop = props.get("type") or {}
-            if disc is not None and "const" in tprop and tprop["const"] != disc:
-                continue
-            if disc is not None and "enum" in tprop and disc not in tprop["enum"]:
-                continue
-            if not all(r in value for r in s.get("required", ())):
-                continue
-            score = sum(1 for k in value if k in props)
-            if best_score is None or score > best_score:
+            score = _fit(self.model, value, s, 3)
+            if score > best_score:
                 best, best_score = (n, s), score
         if best is None:
             return value
         n, s = best
         return self.node(value, {"$ref": self.model.ref_prefix + n} if n else s, ptr, n or typ)
+
+
+def _fit(model: revisions.SchemaModel, value: Any, schema: dict, depth: int) -> int:
+    """How well ``value`` fits object ``schema``: -1 when it cannot be that member (a required
+    property missing, a const or enum not met), else the number of its keys the schema names,
+    counted ``depth`` levels down. Picks members of unions without a ``type`` discriminator
+    (e.g. elicitation property schemas, schema/2025-11-25/schema.ts:2463)."""
+    if "$ref" in schema:
+        schema = model.resolve(schema["$ref"])[1]
+    if not isinstance(value, dict):
+        return 0
+    props = schema.get("properties") or {}
+    if any(r not in value for r in schema.get("required", ())):
+        return -1
+    score = 0
+    for k, v in value.items():
+        sub = props.get(k)
+        if sub is None:
+            continue
+        score += 1
+        if "$ref" in sub:
+            sub = model.resolve(sub["$ref"])[1]
+        if "const" in sub and v != sub["const"]:
+            return -1
+        if "enum" in sub and isinstance(v, (str, int)) and v not in sub["enum"]:
+            return -1
+        if depth > 0 and isinstance(v, dict) and "properties" in sub:
+            inner = _fit(model, v, sub, depth - 1)
+            if inner < 0:
+                return -1
+            score += inner
+    return score
 
 
 def _merged(model: revisions.SchemaModel, schema: dict) -> dict:
