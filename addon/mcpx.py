@@ -14,6 +14,7 @@ session, downgrade, rules, changes, view).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -46,7 +47,9 @@ class MCPX:
 
     def __init__(self) -> None:
         self.store = SessionStore()
-        self.rewriter = Rewriter(self.store, on_changes=self._on_changes)
+        self.rewriter = Rewriter(self.store, on_changes=self._on_changes, on_reply=self._on_reply)
+        self.urls: dict[str, str] = {}  # flow id -> MCP endpoint URL, for replies sent mid-stream
+        self._tasks: set = set()
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
@@ -147,6 +150,7 @@ class MCPX:
     async def response(self, flow: http.HTTPFlow) -> None:
         exch = self.exchanges.pop(flow.id, None)
         stream = self.streams.pop(flow.id, None)
+        self.urls.pop(flow.id, None)
         if exch is None or flow.response is None:
             return
         if exch.is_mcp:
@@ -154,8 +158,6 @@ class MCPX:
                 self._response(flow, exch, stream)
             except Exception as e:  # never lose a message
                 self.rewriter.passthrough(exch, "s2c", f"internal error: {type(e).__name__}: {e}")
-        if exch.replies:
-            await self._send_replies(flow, exch)
         self._annotate(flow, exch)
 
     def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
@@ -196,11 +198,13 @@ class MCPX:
     def error(self, flow: http.HTTPFlow) -> None:
         exch = self.exchanges.pop(flow.id, None)
         self.streams.pop(flow.id, None)
+        self.urls.pop(flow.id, None)
         if exch is not None and exch.is_mcp:
             self._annotate(flow, exch)
 
     # -- helpers ------------------------------------------------------------------------------
     def _exchange(self, flow: http.HTTPFlow) -> Exchange:
+        self.urls[flow.id] = flow.request.url
         peer = flow.client_conn.peername
         exch = Exchange(flow_id=flow.id, client_key=f"{peer[0]}:{peer[1]}" if peer else None)
         self.exchanges[flow.id] = exch
@@ -291,19 +295,28 @@ class MCPX:
         if sid:
             flow.response.headers[SESSION_HEADER] = sid
 
-    async def _send_replies(self, flow: http.HTTPFlow, exch: Exchange) -> None:
+    def _on_reply(self, exch: Exchange, reply: dict) -> None:
+        """Answer a server request the client's revision cannot receive, on the client's behalf."""
+        url = self.urls.get(exch.flow_id or "")
+        if url is None:
+            exch.replies.append(reply)
+            return
+        task = asyncio.get_running_loop().create_task(self._send_reply(url, exch, reply))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_reply(self, url: str, exch: Exchange, reply: dict) -> None:
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         s = exch.session
         if s is not None and s.key and not s.key.startswith(("client:", "flow:")):
             headers["mcp-session-id"] = s.key
         if s is not None and s.server_rev and not revisions.older(s.server_rev, "2025-06-18"):
             headers["mcp-protocol-version"] = s.server_rev
-        for reply in exch.replies:
-            try:
-                await upstream.post(flow.request.url, headers, json_body.dumps(reply), timeout=30)
-            except Exception as e:
-                logger.warning(f"mcpx: could not answer server request {reply.get('id')!r}: {e}")
-        exch.replies.clear()
+        try:
+            r = await upstream.post(url, headers, json_body.dumps(reply), timeout=30)
+            logger.info(f"mcpx: answered server request id={reply.get('id')!r} with error {reply['error']['code']} (HTTP {r.status})")
+        except Exception as e:
+            logger.warning(f"mcpx: could not answer server request {reply.get('id')!r}: {e}")
 
     # -- commands -------------------------------------------------------------------------------
     @command.command("mcpx.sessions")

@@ -114,6 +114,7 @@ class PeerServer:
                 self.proc.wait(timeout=5)
         if self in _live:
             _live.remove(self)
+        self.log_path.unlink(missing_ok=True)  # read .log() before .stop() if needed
 
     def __enter__(self) -> PeerServer:
         return self
@@ -125,6 +126,15 @@ class PeerServer:
         return f"<PeerServer {self.name} {self.url} pid={self.proc.pid}>"
 
 
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+        return True
+
+
 def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -132,9 +142,12 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float) ->
             return False
         try:
             with socket.create_connection((HOST, port), timeout=0.5):
-                return True
+                pass
         except OSError:
             time.sleep(0.05)
+            continue
+        time.sleep(0.1)  # a server that lost the port race exits right away
+        return proc.poll() is None
     return False
 
 
@@ -143,6 +156,9 @@ def _start(name: str, argv_for_port: Any, port: int | None, env: dict[str, str],
     last = ""
     for _ in range(attempts):
         p = port if port is not None else free_port()
+        if not _port_free(p):
+            last = f"port {p} is already in use"
+            continue
         fd, log_name = tempfile.mkstemp(prefix=f"mcpx-{name}-", suffix=".log")
         with os.fdopen(fd, "wb") as log:
             proc = subprocess.Popen(
@@ -152,6 +168,9 @@ def _start(name: str, argv_for_port: Any, port: int | None, env: dict[str, str],
         if _wait_listening(proc, p, timeout):
             _live.append(server)
             return server
+        if server.alive():
+            server.proc.kill()
+            server.proc.wait()
         last = server.log()
         server.stop()
     raise PeerError(f"{name} server did not start listening:\n{last[-2000:]}")

@@ -44,6 +44,14 @@ def closed_schema(revision: str) -> dict:
     schema = copy.deepcopy(revisions.model(revision).schema)
     defs = schema.get("definitions") or schema.get("$defs")
     for name, d in defs.items():
+        # params that redeclare the base type lose its _meta in schema.json; the prose keeps it
+        # (the same reading as mcpx_core.downgrade._params_schema)
+        base = "Request" if name.endswith("Request") else "Notification" if name.endswith("Notification") else None
+        params = (d.get("properties") or {}).get("params")
+        if base and params and "properties" in params and "_meta" not in params["properties"]:
+            meta = ((defs.get(base, {}).get("properties") or {}).get("params") or {}).get("properties", {}).get("_meta")
+            if meta is not None:
+                params["properties"]["_meta"] = copy.deepcopy(meta)
         _close(d, False, (name,))
     return schema
 
@@ -68,7 +76,8 @@ def message_errors(revision: str, message: dict, method: str | None = None) -> l
         if name is None:
             return [f"method {message['method']!r} not defined in {revision}"]
         root = {"$ref": p + name}
-        body = {k: v for k, v in message.items() if k not in ("jsonrpc", "id")}
+        declared = m.defs[name].get("properties") or {}
+        body = {k: v for k, v in message.items() if k in declared or k not in ("jsonrpc", "id")}
     elif "result" in message:
         name = m.result_for(method) if method else "Result"
         root = {"$ref": p + name}

@@ -68,7 +68,9 @@ class Rewriter:
     """Rewrites bodies for a :class:`SessionStore`; ``policy`` is "strict" or "lenient"."""
 
     def __init__(self, store: SessionStore | None = None, policy: str = "strict", options: dict | None = None,
-                 on_changes: Callable[[Exchange, list[Change]], None] | None = None):
+                 on_changes: Callable[[Exchange, list[Change]], None] | None = None,
+                 on_reply: Callable[[Exchange, dict], None] | None = None):
+        self.on_reply = on_reply
         self.store = store or SessionStore()
         self.policy = policy
         self.options = options or {}
@@ -219,7 +221,11 @@ class Rewriter:
         if not out.changes:
             return None
         if out.reply is not None and kind == "request":
-            exch.replies.append({"jsonrpc": "2.0", "id": jid, "error": out.reply})
+            reply = {"jsonrpc": "2.0", "id": jid, "error": out.reply}
+            if self.on_reply is not None:
+                self.on_reply(exch, reply)  # sent at once: the sender is waiting for it
+            else:
+                exch.replies.append(reply)
         self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
         return out
 
