@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up (scripts/setup.sh) and run the whole test suite: unit, replay and real-peer end-to-end tests.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k streaming).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+export MCPX_REQUIRE_PEERS=1
+exec "$ROOT/.venv/bin/python" -m pytest -p no:cacheprovider "$@"
