@@ -22,13 +22,14 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from mitmproxy import command, ctx, exceptions, http  # noqa: E402
+from mitmproxy import command, contentviews, ctx, exceptions, http  # noqa: E402
 
-from mcpx_core import revisions, upstream  # noqa: E402
+from mcpx_core import revisions, upstream, view  # noqa: E402
 from mcpx_core.changes import Change, ChangeLog, summary_line  # noqa: E402
 from mcpx_core.framing import json_body  # noqa: E402
 from mcpx_core.framing.encoding import stream_decoder  # noqa: E402
 from mcpx_core.report import session_report  # noqa: E402
+from mcpx_core.rules.headers import request_headers  # noqa: E402
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter  # noqa: E402
 from mcpx_core.session import SessionStore  # noqa: E402
 
@@ -112,12 +113,28 @@ class MCPX:
         except Exception as e:  # never lose a message
             self.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
             new = None
+        self._headers(flow, exch)
         if exch.split is not None:
             await self._send_split(flow, exch)
+        elif exch.local_answer is not None:
+            status, payload = exch.local_answer
+            flow.response = http.Response.make(status, payload, {"content-type": "application/json"} if payload else {})
         elif new is not None:
             self._keep_original(flow, "request", flow.request.get_content(strict=False) or b"")
             flow.request.content = new
         self._annotate(flow, exch)
+
+    def _headers(self, flow: http.HTTPFlow, exch: Exchange) -> None:
+        s = exch.session
+        if s is None or exch.initialize is not None:
+            return
+        sets, removes, changes = request_headers(flow.request.headers, s.pinned_rev or s.client_rev, s.server_rev)
+        for name in removes:
+            del flow.request.headers[name]
+        for name, value in sets.items():
+            flow.request.headers[name] = value
+        if changes:
+            self.rewriter.record(exch, changes, "c2s", s.pinned_rev or s.client_rev, s.server_rev)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         exch = self.exchanges.get(flow.id)
@@ -247,6 +264,7 @@ class MCPX:
         s = exch.session
         meta["session"] = s.key if s else None
         meta["client_revision"], meta["server_revision"] = (s.pinned_rev or s.client_rev, s.server_rev) if s else (None, None)
+        meta["client_info"], meta["server_info"] = (s.client_info, s.server_info) if s else (None, None)
         meta["messages"] = exch.messages
         meta["changes"] = [c.model_dump() for c in exch.changes]
         if exch.changes:
@@ -355,3 +373,6 @@ class MCPX:
 
 
 addons = [MCPX()]
+# The "MCP" and "MCP original" content views (mitmproxy 12: scripts register them at import).
+contentviews.add(view.mcp_view)
+contentviews.add(view.mcp_original_view)

@@ -39,10 +39,34 @@ def _close(node: Any, in_allof: bool = False, path: tuple = ()) -> None:
             _close(x, in_allof, path)
 
 
+def _merge_allof(node: Any, defs: dict) -> None:
+    """Replace ``allOf`` of object schemas by one closed object (closing the parts would make
+    them reject each other's properties; leaving them open would let anything through)."""
+    if isinstance(node, dict):
+        for v in list(node.values()):
+            _merge_allof(v, defs)
+        if "allOf" in node:
+            props, req, open_ = {}, [], False
+            for part in node["allOf"]:
+                if "$ref" in part:
+                    part = defs[part["$ref"].rsplit("/", 1)[-1]]
+                props.update(part.get("properties") or {})
+                req += part.get("required", [])
+                open_ = open_ or part.get("additionalProperties") not in (None, False)
+            del node["allOf"]
+            node.update({"type": "object", "properties": props, "required": req})
+            if open_:
+                node["additionalProperties"] = {}
+    elif isinstance(node, list):
+        for x in node:
+            _merge_allof(x, defs)
+
+
 @functools.cache
 def closed_schema(revision: str) -> dict:
     schema = copy.deepcopy(revisions.model(revision).schema)
     defs = schema.get("definitions") or schema.get("$defs")
+    _merge_allof(defs, copy.deepcopy(defs))
     for name, d in defs.items():
         # params that redeclare the base type lose its _meta in schema.json; the prose keeps it
         # (the same reading as mcpx_core.downgrade._params_schema)

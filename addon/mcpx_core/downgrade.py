@@ -84,6 +84,7 @@ class Walk:
         self.options = options or {}
         self.changes: list[Change] = []
         self.rules = ids.index()
+        self.kind: str | None = None
 
     # -- logging -------------------------------------------------------------------------
     def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *, raw: bool = False) -> None:
@@ -92,6 +93,11 @@ class Walk:
             before=None if before is None else (before if raw else summarize(before)),
             after=None if after is None else (after if raw else summarize(after)),
             detail=detail))
+
+    def fires(self, rule_id: str) -> bool:
+        """Whether delta record ``rule_id`` fires for this receiver and direction."""
+        rec = self.rules.records[rule_id]
+        return self.to_rev in rec.targets and rec.direction in ("both", self.direction)
 
     def field_rule(self, typ: str, name: str) -> str:
         return self.rules.for_field(typ, name, self.to_rev, self.direction)
@@ -168,6 +174,14 @@ class Walk:
         if "$ref" in schema:
             _, schema = self.model.resolve(schema["$ref"])
         props = schema.get("properties") or {}
+        if self.kind == "request" and ptr == "/params/_meta" and self.policy == "strict" and props \
+                and self.fires("META-request-open-keys"):
+            # META-request-open-keys: 2024-11-05/2025-03-26 request _meta declares only progressToken
+            # (schema/2024-11-05/schema.ts:21); strict keeps only what it declares
+            for key in [k for k in value if k not in props]:
+                self.log(f"{ptr}/{escape(key)}", "drop", "META-request-open-keys", value[key])
+                del value[key]
+            return
         for key in list(value):
             if key in props or not key.startswith(RESERVED_META_PREFIXES):
                 continue
@@ -370,6 +384,7 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
     id (RPC-error-id-optional). Raises nothing for data problems: unknown shapes are left alone.
     """
     walk = Walk(from_rev, to_rev, direction, policy, options)
+    walk.kind = kind
     model = walk.model
     try:
         for hook in MESSAGE_HOOKS:
@@ -410,4 +425,4 @@ MESSAGE_HOOKS: list[Callable] = []
 AFTER_HOOKS: list[Callable] = []
 
 # Register the named rules (modules add themselves to the tables above on import).
-from .rules import content, elicitation, messages, tools  # noqa: E402,F401
+from .rules import capabilities, content, elicitation, messages, tools  # noqa: E402,F401

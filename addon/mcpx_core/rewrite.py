@@ -53,6 +53,9 @@ class Exchange:
     split: list[bytes] | None = None
     batch_ids: list = field(default_factory=list)
     replies: list[dict] = field(default_factory=list)
+    #: (HTTP status, body) when mcpx answers the client's POST itself; errors for dropped batch members
+    local_answer: tuple[int, bytes] | None = None
+    late_answers: list[dict] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)  # per message: kind, method, id, direction, change count
 
@@ -95,6 +98,10 @@ class Rewriter:
                 s.by_rule[(c.rule, c.action)] = s.by_rule.get((c.rule, c.action), 0) + 1
         if self.on_changes:
             self.on_changes(exch, stamped)
+
+    def record(self, exch: Exchange, changes: list[Change], direction: str, from_rev: str | None, to_rev: str | None) -> None:
+        """Log records made outside a message (e.g. header rules)."""
+        self._emit(exch, changes, direction, None, None, from_rev, to_rev)
 
     def passthrough(self, exch: Exchange, direction: str, reason: str, pointer: str = "") -> None:
         from_rev, to_rev = exch.revisions if direction == "s2c" else exch.revisions[::-1]
@@ -168,7 +175,7 @@ class Rewriter:
         if not (server_rev and client_rev) or exch.initialize is not None:
             return None
         changed = False
-        out = []
+        out, local = [], []
         for m in parsed.messages:
             res = self._one(exch, m, "c2s", client_rev, server_rev)
             if res is None:
@@ -177,11 +184,19 @@ class Rewriter:
             changed = True
             if res.message is not None:
                 out.append(res.message)
+            elif res.reply is not None and classify(m) == "request":
+                local.append({"jsonrpc": "2.0", "id": m.get("id"), "error": res.reply})
         if not changed:
             return None
+        if not out:
+            # nothing left for the server: mcpx answers the client itself (answer-locally / reject)
+            exch.local_answer = (200, json_body.dumps(local if parsed.batch else local[0])) if local else (202, b"")
+            return None
+        if local:
+            exch.late_answers = local  # errors for dropped members of a batch, appended to the batch answer
         if parsed.batch:
             return json_body.dumps(out)
-        return json_body.dumps(out[0]) if out else b""
+        return json_body.dumps(out[0])
 
     # -- one message ------------------------------------------------------------------------
     def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None) -> Outcome | None:
@@ -220,7 +235,10 @@ class Rewriter:
         exch.messages[-1]["changes"] = len(out.changes)
         if not out.changes:
             return None
-        if out.reply is not None and kind == "request":
+        if out.message is msg and all(c.action == "keep" for c in out.changes):
+            self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
+            return None  # only "keep" records: the message is delivered byte for byte
+        if out.reply is not None and kind == "request" and direction == "s2c":
             reply = {"jsonrpc": "2.0", "id": jid, "error": out.reply}
             if self.on_reply is not None:
                 self.on_reply(exch, reply)  # sent at once: the sender is waiting for it
@@ -277,6 +295,9 @@ class Rewriter:
                 changed = True
                 if res.message is not None:
                     out.append(res.message)
+        if exch.late_answers and parsed.batch:
+            out.extend(exch.late_answers)
+            changed = True
         if not changed:
             return None
         if parsed.batch:

@@ -37,6 +37,12 @@ def _allows(members: list[dict], typ: str, key: str) -> bool:
 
 @type_hook("ElicitRequest.params")
 def requested_schema(walk: Walk, params: dict, ptr: str, target: dict) -> dict:
+    if params.get("mode") == "url" or "requestedSchema" not in params:
+        if "url" not in (target.get("properties") or {}):
+            # ELIC-url-mode (schema/2025-11-25/schema.ts:2189): never turned into a form
+            raise Reject("ELIC-url-mode", f"{ptr}/mode", -32602,
+                         f"mcpx: URL-mode elicitation cannot be expressed for an MCP {walk.to_rev} client")
+        return params
     schema = params.get("requestedSchema")
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return params
@@ -69,3 +75,21 @@ def requested_schema(walk: Walk, params: dict, ptr: str, target: dict) -> dict:
             walk.log(pptr, "rewrite", "ELIC-enum-titled-single", prop, new)
             props[name] = new
     return params
+
+
+@type_hook("ElicitResult")
+def array_answers(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
+    """ELIC-result-array-values: a multi-select answer (string[]) toward a server whose ElicitResult
+    content is primitives only (schema/2025-06-18/schema.ts:1556) is joined with "," and logged."""
+    content = value.get("content")
+    allowed = ((target.get("properties") or {}).get("content") or {}).get("additionalProperties") or {}
+    types = allowed.get("type")
+    if not isinstance(content, dict) or not types or "array" in (types if isinstance(types, list) else [types]) \
+            or "anyOf" in allowed:
+        return value
+    for k, v in list(content.items()):
+        if isinstance(v, list):
+            joined = ",".join(str(x) for x in v)
+            walk.log(f"{ptr}/content/{escape(k)}", "rewrite", "ELIC-result-array-values", v, joined)
+            content[k] = joined
+    return value

@@ -61,7 +61,7 @@ def result_type(walk: Walk, message: dict, kind: str, method: str | None, reques
     base = walk.model.defs.get("Result") or {}
     if "resultType" in (base.get("properties") or {}):
         return None
-    walk.log("/result/resultType", "rewrite", "RES-resultType", rt, "error -32603")
+    walk.log("/result", "rewrite", "RES-resultType", message["result"], {"error": -32603}, detail=f"resultType {rt!r}")
     error = {"code": -32603, "message": f"mcpx: result of type {rt!r} cannot be expressed for an MCP {walk.to_rev} client"}
     message.pop("result")
     message["error"] = error
@@ -113,6 +113,18 @@ def required_params(walk: Walk, message: dict, kind: str, method: str | None, re
     return Outcome(None, [])
 
 
-MESSAGE_HOOKS.extend([undefined_method, result_type, error_codes])
+def task_result(walk: Walk, message: dict, kind: str, method: str | None, request_id: Any) -> Outcome | None:
+    """TASK-create-result: a CreateTaskResult (schema/2025-11-25/schema.ts) toward a receiver without
+    tasks cannot be expressed: the requestor gets -32603 instead."""
+    result = message.get("result") if kind == "result" else None
+    if not isinstance(result, dict) or not isinstance(result.get("task"), dict) or "CreateTaskResult" in walk.model.defs:
+        return None
+    walk.log("/result", "rewrite", "TASK-create-result", result, {"error": -32603})
+    message.pop("result")
+    message["error"] = {"code": -32603, "message": f"mcpx: a task result cannot be expressed for an MCP {walk.to_rev} peer"}
+    return Outcome(message, [])
+
+
+MESSAGE_HOOKS.extend([undefined_method, result_type, task_result, error_codes])
 AFTER_HOOKS.append(required_params)
 _ = ids

@@ -87,9 +87,33 @@ def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     for key in ("inputSchema", "outputSchema"):
         sch = value.get(key)
         sub = props.get(key) or {}
-        if isinstance(sch, dict) and "$schema" in sch and "$schema" not in (sub.get("properties") or {}) and walk.policy == "strict":
+        if not isinstance(sch, dict) or walk.policy != "strict":
+            continue
+        if "$schema" in sch and "$schema" not in (sub.get("properties") or {}):
             walk.log(f"{ptr}/{key}/$schema", "keep", "TOOL-inputSchema-$schema", sch["$schema"])
+        if key == "inputSchema" and walk.fires("TOOL-inputSchema-open"):
+            used = sorted(COMPOSITION & _keywords(sch))
+            if used:
+                walk.log(f"{ptr}/inputSchema", "keep", "TOOL-inputSchema-open", None, None, detail="JSON Schema keywords kept: " + ", ".join(used))
     return value
+
+
+#: JSON Schema keywords a legacy client's TS types do not list (TOOL-inputSchema-open: log when they reach one)
+COMPOSITION = {"$ref", "$defs", "definitions", "oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSchemas"}
+
+
+def _keywords(schema, depth: int = 0) -> set[str]:
+    found: set[str] = set()
+    if depth > 32:
+        return found
+    if isinstance(schema, dict):
+        found |= set(schema)
+        for v in schema.values():
+            found |= _keywords(v, depth + 1)
+    elif isinstance(schema, list):
+        for v in schema:
+            found |= _keywords(v, depth + 1)
+    return found
 
 
 OPEN_FIELDS.update({("Tool", "inputSchema"), ("Tool", "outputSchema")})
