@@ -22,13 +22,14 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from mitmproxy import command, contentviews, ctx, exceptions, http  # noqa: E402
+import orjson  # noqa: E402
+from mitmproxy import command, contentviews, ctx, exceptions, http, types  # noqa: E402
 
 from mcpx_core import revisions, upstream, view  # noqa: E402
 from mcpx_core.changes import Change, ChangeLog, summary_line  # noqa: E402
 from mcpx_core.framing import json_body  # noqa: E402
 from mcpx_core.framing.encoding import stream_decoder  # noqa: E402
-from mcpx_core.report import session_report  # noqa: E402
+from mcpx_core.report import session_report, sessions_text  # noqa: E402
 from mcpx_core.rules.headers import request_headers  # noqa: E402
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter  # noqa: E402
 from mcpx_core.session import SessionStore  # noqa: E402
@@ -340,37 +341,53 @@ class MCPX:
     @command.command("mcpx.sessions")
     def sessions(self) -> str:
         """Each known MCP session: client and server info, revisions, message and change counts."""
-        lines = []
-        for s in self.store:
-            d = s.summary()
-            lines.append(f"{d['session']}: client {(d['client'] or {}).get('name', '?')} {d['client_revision']} / "
-                         f"server {(d['server'] or {}).get('name', '?')} {d['server_revision']}"
-                         f"{' pinned ' + d['pinned'] if d['pinned'] else ''}: {d['messages']} messages, {d['changes']} changes, {d['dropped']} dropped")
-        text = "\n".join(lines) or "no MCP sessions yet"
+        text = sessions_text(self.store)
         logger.info(text)
         return text
 
     @command.command("mcpx.report")
-    def report(self, path: str) -> None:
-        """Write a per-session summary of what was dropped or rewritten for whom (JSON to PATH, text table to PATH.txt)."""
+    def report(self, path: types.Path) -> str:
+        """Write a per-session summary of what was dropped or rewritten for whom: JSON to PATH, a text table to PATH.txt.
+
+        Returns the text table. Raises CommandError when a file cannot be written.
+        """
         data, table = session_report(self.store)
-        import orjson
-        with open(path, "wb") as fh:
-            fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-        with open(path + ".txt", "w") as fh:
-            fh.write(table + "\n")
+        path = os.path.expanduser(path)
+        try:
+            with open(path, "wb") as fh:
+                fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+            with open(path + ".txt", "w") as fh:
+                fh.write(table + "\n")
+        except OSError as e:
+            raise exceptions.CommandError(f"mcpx.report: {e}") from e
         logger.info(f"mcpx: report written to {path} and {path}.txt")
+        return table
 
     @command.command("mcpx.pin")
-    def pin(self, client_name: str, revision: str) -> None:
-        """Pin clients whose clientInfo.name is CLIENT_NAME to an older REVISION (for debugging); revision '' unpins."""
+    def pin(self, target: str, revision: str) -> str:
+        """Pin a session or a client to an older REVISION, for debugging; REVISION "" unpins.
+
+        TARGET is a session id as ``mcpx.sessions`` lists it (that session receives REVISION from its
+        next message on), else a clientInfo.name (sessions such clients start from now on are told
+        REVISION in the initialize result). Raises CommandError for an unknown revision or one newer
+        than the session's server revision.
+        """
         if revision and not revisions.is_known(revision):
             raise exceptions.CommandError(f"unknown revision {revision!r}; known: {', '.join(revisions.REVISIONS)}")
-        if revision:
-            self.store.pins[client_name] = revision
+        s = self.store.get(target)
+        if s is not None:
+            if revision and s.server_rev and revisions.older(s.server_rev, revision):
+                raise exceptions.CommandError(f"session {target} speaks {s.server_rev}: cannot pin it to the newer {revision}")
+            s.pinned_rev = revision or None
+            text = f"session {target} pinned to {revision}" if revision else f"session {target} unpinned"
+        elif revision:
+            self.store.pins[target] = revision
+            text = f"clients named {target!r} pinned to {revision} from their next initialize"
         else:
-            self.store.pins.pop(client_name, None)
-
+            self.store.pins.pop(target, None)
+            text = f"clients named {target!r} unpinned"
+        logger.info(f"mcpx: {text}")
+        return text
 
 addons = [MCPX()]
 # The "MCP" and "MCP original" content views (mitmproxy 12: scripts register them at import).

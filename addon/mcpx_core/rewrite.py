@@ -74,7 +74,7 @@ class Rewriter:
                  on_changes: Callable[[Exchange, list[Change]], None] | None = None,
                  on_reply: Callable[[Exchange, dict], None] | None = None):
         self.on_reply = on_reply
-        self.store = store or SessionStore()
+        self.store = store if store is not None else SessionStore()  # an empty store is falsy (__len__)
         self.policy = policy
         self.options = options or {}
         self.on_changes = on_changes

@@ -49,8 +49,10 @@ from .changes import Change, summary_line
 from .downgrade import classify
 from .framing import json_body
 from .framing.sse import SSEParser
+from .rewrite import PRIMING_RULE
 
 SNIFF = 4096  # bytes of a body looked at to decide whether it holds JSON-RPC
+PRIMING_NOTE = "empty data (priming event)"
 
 
 @dataclass
@@ -95,7 +97,7 @@ def split_body(data: bytes, ctype: str) -> tuple[list[Unit], str | None]:
             if ev.decode_error:
                 units.append(Unit(where, note="data is not valid UTF-8"))
             elif ev.data.strip() == "":
-                units.append(Unit(where, note="empty data (priming event)"))
+                units.append(Unit(where, note=PRIMING_NOTE))
             else:
                 try:
                     value = orjson.loads(ev.data)
@@ -221,6 +223,12 @@ def attribute(units: list[Unit], ctx: _Context) -> list[dict]:
                 u.changes.append(c)
                 taken[i] = True
                 break
+    # a dropped priming event's record belongs to that event
+    primings = [u for u in units if u.note == PRIMING_NOTE]
+    for i, c in enumerate(records):
+        if not taken[i] and primings and c.get("rule") == PRIMING_RULE:
+            primings.pop(0).changes.append(c)
+            taken[i] = True
     return [c for i, c in enumerate(records) if not taken[i]]
 
 
@@ -234,7 +242,8 @@ def altered(records: list[dict]) -> bool:
 
 
 def _change_lines(c: dict, indent: str) -> list[str]:
-    lines = [f"{indent}{c.get('action')} {c.get('pointer') or '/'} [{c.get('rule')}]"]
+    where = f" {c['pointer']}" if c.get("pointer") else ""  # "": the whole message or body
+    lines = [f"{indent}{c.get('action')}{where} [{c.get('rule')}]"]
     before, after = c.get("before"), c.get("after")
     if before:
         lines.append(f"{indent}    - {before}")
@@ -325,8 +334,9 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
         out.append("")
         label = [f"[{i}]"]
         if u.kind is None:
-            label.append(u.where or "body")
             label.append(u.note or "not a JSON-RPC 2.0 message")
+            if u.where:
+                label.append(f"· {u.where}")
         else:
             label.append(u.kind)
             if u.method:
@@ -341,6 +351,10 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
         for c in u.changes:
             out.extend(_change_lines(c, "    "))
         if u.kind is None:
+            if not original and any(c.get("action") == "drop-message" for c in u.changes):
+                out.append("    not delivered")
+            elif u.message is not None:
+                out.extend(_json_lines(u.message, "    "))
             continue
         dropped = False
         if original or kept is None:
