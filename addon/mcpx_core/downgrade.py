@@ -99,8 +99,9 @@ class Walk:
         rec = self.rules.records[rule_id]
         return self.to_rev in rec.targets and rec.direction in ("both", self.direction)
 
-    def field_rule(self, typ: str, name: str) -> str:
-        return self.rules.for_field(typ, name, self.to_rev, self.direction)
+    def field_rule(self, typ: str, name: str, ptr: str = "") -> str:
+        parent = ptr.rsplit("/", 2)[-2] if ptr.count("/") >= 2 else ""
+        return self.rules.for_field(typ, name, self.to_rev, self.direction, parent)
 
     # -- the walk ------------------------------------------------------------------------
     def named(self, value: Any, name: str, ptr: str) -> Any:
@@ -156,8 +157,14 @@ class Walk:
                 continue
             if extra is None or extra is False:
                 if self.policy == "strict":
-                    self.log(kptr, "drop", self.field_rule(typ, key), value[key])
+                    self.log(kptr, "drop", self.field_rule(typ, key, kptr), value[key])
                     del value[key]
+                continue
+            if extra is True or extra == {}:
+                # open object: tolerated; a delta record naming exactly this field is logged as kept
+                rule = self.rules.for_field_exact(typ, key, self.to_rev, self.direction)
+                if rule is not None and self.policy == "strict":
+                    self.log(kptr, "keep", rule, value[key], detail="tolerated by the receiver's schema (open object)")
                 continue
             if isinstance(extra, dict) and extra:
                 new = self.node(value[key], extra, kptr, typ)

@@ -23,7 +23,8 @@ UNDEFINED = "SCHEMA-undefined"
 #: Rule id for a body forwarded unchanged because it could not be handled.
 PASSTHROUGH = "PASSTHROUGH-error"
 
-_PATH = re.compile(r"\b([A-Z][A-Za-z]+)((?:\.[A-Za-z_$][\w$]*)+)")
+_PATH = re.compile(r"(?<![\w.$])([A-Za-z][A-Za-z]+)((?:\.[A-Za-z_$][\w$]*)+)")
+_TYPE_WORD = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b")
 
 
 def _fields(where: str) -> list[tuple[str, str]]:
@@ -33,6 +34,8 @@ def _fields(where: str) -> list[tuple[str, str]]:
         for seg in path.split(".")[1:]:
             out.append((typ, seg))
     return out
+
+
 _KEY = re.compile(r'\["([^"]+)"\]')
 
 
@@ -70,17 +73,42 @@ class RuleIndex:
         return target in rec.targets and (rec.direction == "both" or rec.direction == direction)
 
     @functools.lru_cache(maxsize=4096)
-    def for_field(self, typ: str, field: str, target: str, direction: str) -> str:
-        """The record id for dropping ``typ.field`` toward ``target`` (or :data:`UNDEFINED`)."""
+    def for_field(self, typ: str, field: str, target: str, direction: str, parent: str = "") -> str:
+        """The record id for dropping ``typ.field`` toward ``target`` (or :data:`UNDEFINED`).
+
+        ``typ``: the nearest named definition being walked; ``parent``: the property that holds
+        the object (for inline objects such as ``params`` or ``requestedSchema``). Among the
+        records that name ``.field`` and fire for the target, the best scored wins: an exact
+        ``typ.field`` match, then a ``where`` that names ``typ``, then ``parent.field``, then the
+        most alike type name; a ``where`` that names only other types scores lower.
+        """
+        cands = [rec for rec in self._by_name.get(field, ()) if self._fits(rec, target, direction)]
+        if not cands:
+            return UNDEFINED
+
+        def score(rec: Record) -> int:
+            pairs = _fields(rec.where)
+            named = set(_TYPE_WORD.findall(rec.where))
+            s = 0
+            if (typ, field) in pairs:
+                s += 100
+            like = max((_affinity(typ, t) for t, f in pairs if f == field), default=0)
+            if typ in named:
+                s += 50
+            elif named and like == 0:
+                s -= 10  # the record speaks of other types only
+            if parent and (parent, field) in pairs:
+                s += 20
+            return s + like
+
+        return max(cands, key=score).id
+
+    def for_field_exact(self, typ: str, field: str, target: str, direction: str) -> str | None:
+        """The record naming exactly ``typ.field`` that fires for ``target``, or None."""
         for rec in self._by_field.get((typ, field), ()):
             if self._fits(rec, target, direction):
                 return rec.id
-        cands = [rec for rec in self._by_name.get(field, ()) if self._fits(rec, target, direction)]
-        if cands:
-            best = max(cands, key=lambda rec: max(
-                (_affinity(typ, t) for t, f in _fields(rec.where) if f == field), default=0))
-            return best.id
-        return UNDEFINED
+        return None
 
     @functools.lru_cache(maxsize=1024)
     def for_key(self, key: str, target: str, direction: str) -> str:
