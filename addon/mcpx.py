@@ -163,7 +163,7 @@ class MCPX:
                 flow.response.headers["transfer-encoding"] = "chunked"
         stream = SSERewriter(self.rewriter, exch, decoder, keep=ctx.options.mcpx_keep_original)
         self.streams[flow.id] = stream
-        flow.response.stream = stream
+        flow.response.stream = stream.chunks
 
     async def response(self, flow: http.HTTPFlow) -> None:
         exch = self.exchanges.pop(flow.id, None)

@@ -408,6 +408,13 @@ class SSERewriter:
         """Rewrite a complete body (offline replay) with the same code path as streaming."""
         return self(body) + self(b"")
 
+    def chunks(self, chunk: bytes) -> list[bytes]:
+        """The callable for ``flow.response.stream``: the output as a list, empty while an event is
+        incomplete (mitmproxy sends each returned chunk; an empty one would be the HTTP/1.1 chunked
+        terminator ``0\\r\\n\\r\\n`` and end the response before the event)."""
+        out = self(chunk)
+        return [out] if out else []
+
 
 def summ_event(ev: Event) -> str:
     return f"SSE event id={ev.last_id!r} data={ev.data!r}"[:120]

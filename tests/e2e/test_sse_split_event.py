@@ -1,0 +1,86 @@
+"""An SSE event that reaches mitmdump in several reads is delivered whole (HTTP/1.1 chunked).
+
+While an event is incomplete the stream rewriter has nothing to send. mitmproxy writes every chunk
+the stream callable returns, and an empty one is the chunked-encoding terminator ``0\\r\\n\\r\\n``:
+the client would see the response end before the event. The upstream here is a stdlib HTTP server
+(it only controls how the bytes are cut): it sends one ~300 KB event in three pieces with pauses.
+"""
+from __future__ import annotations
+
+import http.client
+import http.server
+import json
+import threading
+import time
+
+import orjson
+import pytest
+
+from proxy_lib import Proxy, free_port
+
+TEXT = "x" * 300_000
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if body.get("method") == "initialize":
+            out = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                "protocolVersion": "2025-03-26", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "split", "version": "1"}}}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("mcp-session-id", "split-1")
+            self.send_header("content-length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        res = {"jsonrpc": "2.0", "id": body["id"], "result": {"content": [{"type": "text", "text": TEXT}]}}
+        event = b"event: message\r\ndata: " + orjson.dumps(res) + b"\r\n\r\n"
+        cuts = [0, 1000, len(event) // 2, len(event)]
+        for a, b in zip(cuts, cuts[1:]):
+            piece = event[a:b]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+            time.sleep(0.2)
+        self.wfile.write(b"0\r\n\r\n")
+
+
+@pytest.fixture
+def split_server():
+    port = free_port()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield port
+    srv.shutdown()
+
+
+def test_event_cut_across_reads_arrives_whole(split_server, tmp_path):
+    with Proxy(f"http://127.0.0.1:{split_server}", tmp_path, save=False) as px:
+        conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        conn.request("POST", "/mcp", json.dumps(init), headers)
+        assert orjson.loads(conn.getresponse().read())["result"]["serverInfo"]["name"] == "split"
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
+        for _ in range(2):  # the connection stays usable: the second response is read intact too
+            conn.request("POST", "/mcp", json.dumps(call), headers | {"mcp-session-id": "split-1"})
+            r = conn.getresponse()
+            body = r.read()
+            assert r.getheader("content-type") == "text/event-stream"
+            assert body.startswith(b"event: message\r\ndata: ") and body.endswith(b"\r\n\r\n")
+            msg = orjson.loads(body.split(b"data: ", 1)[1])
+            assert msg == {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": TEXT}]}}
+        conn.close()
+    assert px.changes() == []
