@@ -18,6 +18,8 @@ import asyncio
 import logging
 import os
 import sys
+from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,12 +34,13 @@ from mcpx_core.framing.encoding import stream_decoder  # noqa: E402
 from mcpx_core.report import session_report, sessions_text  # noqa: E402
 from mcpx_core.rules.headers import request_headers  # noqa: E402
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter  # noqa: E402
-from mcpx_core.session import SessionStore  # noqa: E402
+from mcpx_core.session import Session, SessionStore  # noqa: E402
 
 logger = logging.getLogger("mcpx")
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
+CLOSED_KEPT = 1000  # ended sessions kept for the mcpx.sessions / mcpx.report commands
 
 
 def _ctype(message: http.Message) -> str:
@@ -55,6 +58,8 @@ class MCPX:
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
+        #: sessions the client ended (HTTP DELETE), newest last, still listed by mcpx.sessions / mcpx.report
+        self.closed: deque[Session] = deque(maxlen=CLOSED_KEPT)
 
     # -- options ------------------------------------------------------------------------------
     def load(self, loader) -> None:
@@ -71,12 +76,23 @@ class MCPX:
                           choices=["text", "embed"])
         loader.add_option("mcpx_keep_original", int, 1 << 20,
                           "Keep up to this many bytes of each original body on the flow for inspection (0: none).")
+        loader.add_option("mcpx_pin", Sequence[str], [],
+                          "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
 
     def configure(self, updated: set[str]) -> None:
         if "mcpx_policy" in updated:
             self.rewriter.policy = ctx.options.mcpx_policy
         if "mcpx_audio" in updated:
             self.rewriter.options["audio"] = ctx.options.mcpx_audio
+        if "mcpx_pin" in updated:
+            pins = {}
+            for spec in ctx.options.mcpx_pin:
+                name, sep, rev = spec.rpartition("=")
+                if not sep or not name or not revisions.is_known(rev):
+                    raise exceptions.OptionsError(f"mcpx_pin: expected CLIENT_NAME=REVISION with one of {', '.join(revisions.REVISIONS)}, got {spec!r}")
+                pins[name] = rev
+            self.store.pins.clear()
+            self.store.pins.update(pins)
         if "mcpx_max_sessions" in updated or "mcpx_session_ttl" in updated:
             self.store.max_sessions = ctx.options.mcpx_max_sessions
             self.store.ttl = ctx.options.mcpx_session_ttl
@@ -116,7 +132,11 @@ class MCPX:
             new = None
         self._headers(flow, exch)
         if exch.split is not None:
-            await self._send_split(flow, exch)
+            if flow.live:
+                await self._send_split(flow, exch)
+            else:  # offline replay (mitmdump -nr, FlowReader): never contact the server; the
+                # split record says what would be sent, the recorded response is rewritten as usual
+                logger.info(f"mcpx: offline flow: batch of {len(exch.split)} messages not split upstream")
         elif exch.local_answer is not None:
             status, payload = exch.local_answer
             flow.response = http.Response.make(status, payload, {"content-type": "application/json"} if payload else {})
@@ -185,6 +205,9 @@ class MCPX:
         if flow.request.method == "DELETE" and 200 <= resp.status_code < 300:
             sid = flow.request.headers.get(SESSION_HEADER)
             if sid:
+                ended = self.store.get(sid)
+                if ended is not None:
+                    self.closed.append(ended)
                 self.store.drop(sid)
             return
         if stream is not None and stream.finished:
@@ -222,9 +245,10 @@ class MCPX:
 
     # -- helpers ------------------------------------------------------------------------------
     def _exchange(self, flow: http.HTTPFlow) -> Exchange:
-        self.urls[flow.id] = flow.request.url
+        if flow.live:  # replies on the client's behalf go here; offline flows get none
+            self.urls[flow.id] = flow.request.url
         peer = flow.client_conn.peername
-        exch = Exchange(flow_id=flow.id, client_key=f"{peer[0]}:{peer[1]}" if peer else None)
+        exch = Exchange(flow_id=flow.id, client_keys=(f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}") if peer else ())
         self.exchanges[flow.id] = exch
         return exch
 
@@ -268,6 +292,8 @@ class MCPX:
         meta["client_info"], meta["server_info"] = (s.client_info, s.server_info) if s else (None, None)
         meta["messages"] = exch.messages
         meta["changes"] = [c.model_dump() for c in exch.changes]
+        if exch.replies:
+            meta["replies"] = exch.replies
         if exch.changes:
             to_rev = next((c.to_rev for c in exch.changes if c.to_rev), None)
             comment = "mcpx: " + summary_line(exch.changes, to_rev)
@@ -317,8 +343,10 @@ class MCPX:
     def _on_reply(self, exch: Exchange, reply: dict) -> None:
         """Answer a server request the client's revision cannot receive, on the client's behalf."""
         url = self.urls.get(exch.flow_id or "")
-        if url is None:
+        if url is None:  # offline replay: only logged (and kept in flow.metadata["mcpx"]["replies"])
             exch.replies.append(reply)
+            logger.info(f"mcpx: not sent (flow is not live): answer to server request id={reply.get('id')!r}"
+                        f" with error {(reply.get('error') or {}).get('code')}")
             return
         task = asyncio.get_running_loop().create_task(self._send_reply(url, exch, reply))
         self._tasks.add(task)
@@ -327,7 +355,7 @@ class MCPX:
     async def _send_reply(self, url: str, exch: Exchange, reply: dict) -> None:
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         s = exch.session
-        if s is not None and s.key and not s.key.startswith(("client:", "flow:")):
+        if s is not None and s.key and not s.key.startswith(("conn:", "host:", "flow:")):
             headers["mcp-session-id"] = s.key
         if s is not None and s.server_rev and not revisions.older(s.server_rev, "2025-06-18"):
             headers["mcp-protocol-version"] = s.server_rev
@@ -340,8 +368,8 @@ class MCPX:
     # -- commands -------------------------------------------------------------------------------
     @command.command("mcpx.sessions")
     def sessions(self) -> str:
-        """Each known MCP session: client and server info, revisions, message and change counts."""
-        text = sessions_text(self.store)
+        """Each known MCP session (live, then the last 1000 the client ended): client and server info, revisions, message and change counts."""
+        text = sessions_text(self.store, self.closed)
         logger.info(text)
         return text
 
@@ -351,7 +379,7 @@ class MCPX:
 
         Returns the text table. Raises CommandError when a file cannot be written.
         """
-        data, table = session_report(self.store)
+        data, table = session_report(self.store, self.closed)
         path = os.path.expanduser(path)
         try:
             with open(path, "wb") as fh:

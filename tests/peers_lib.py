@@ -183,12 +183,16 @@ def start_everything_server(port: int | None = None, timeout: float = 20.0) -> P
     return _start("everything", lambda p: [node, str(script), str(p)], port, _minimal_env(), timeout)
 
 
-def start_py_server(port: int | None = None, timeout: float = 30.0) -> PeerServer:
-    """tests/peers/py_server.py on PyPI mcp==2.3.0, Streamable HTTP, minimal env."""
+def start_py_server(port: int | None = None, timeout: float = 30.0, stateless: bool = False, json_response: bool = False) -> PeerServer:
+    """tests/peers/py_server.py on PyPI mcp==2.3.0, Streamable HTTP, minimal env.
+
+    ``stateless``: no Mcp-Session-Id (MCPServer stateless_http); ``json_response``: application/json
+    answers instead of SSE streams."""
     py = _venv_python(PY_SERVER_VERSION)
     script = PEERS_DIR / "py_server.py"
     env = _minimal_env({"PYTHONUNBUFFERED": "1"})
-    return _start("py", lambda p: [str(py), str(script), str(p)], port, env, timeout)
+    flags = (["--stateless"] if stateless else []) + (["--json"] if json_response else [])
+    return _start("py", lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
 
 
 def _run_client(argv: list[str], ops: list[dict[str, Any]], timeout: float, env: dict[str, str]) -> dict[str, Any]:

@@ -1,12 +1,14 @@
 """Per-session reports of what mcpx changed for whom (the ``mcpx.report`` command).
 
-Shape of the JSON: ``{"sessions": [Session.summary(), ...], "totals": {"sessions": N, "messages": N,
+Shape of the JSON: ``{"sessions": [Session.summary() + {"closed": bool}, ...], "totals": {"sessions": N, "messages": N,
 "changes": N, "dropped": N}}``; the text table has one row per (session, rule, action).
 """
 
 from __future__ import annotations
 
-from .session import Session, SessionStore
+from collections.abc import Iterable
+
+from .session import Session
 
 
 def _who(info: dict | None) -> str:
@@ -14,25 +16,37 @@ def _who(info: dict | None) -> str:
     return f"{info.get('name', '?')} {info.get('version', '')}".strip()
 
 
-def session_line(s: Session) -> str:
+def session_line(s: Session, closed: bool = False) -> str:
     """One line per session (the ``mcpx.sessions`` command)::
 
         sess-1: client example-client 1.0.0 receives 2025-03-26 (pinned), server example-server 2.0.0 speaks 2025-06-18: 6 messages, 2 changes, 1 dropped
+        sess-0 (closed): client ...
     """
     d = s.summary()
     pinned = " (pinned)" if d["pinned"] else ""
-    return (f"{d['session']}: client {_who(d['client'])} receives {d['pinned'] or d['client_revision'] or '?'}{pinned}, "
+    return (f"{d['session']}{' (closed)' if closed else ''}: client {_who(d['client'])} receives {d['pinned'] or d['client_revision'] or '?'}{pinned}, "
             f"server {_who(d['server'])} speaks {d['server_revision'] or '?'}: "
             f"{d['messages']} messages, {d['changes']} changes, {d['dropped']} dropped")
 
 
-def sessions_text(store: SessionStore) -> str:
-    """Every session the store remembers, least recently used first, or ``no MCP sessions yet``."""
-    return "\n".join(session_line(s) for s in store) or "no MCP sessions yet"
+def _split(live: Iterable[Session], closed: Iterable[Session]) -> tuple[list[Session], list[Session]]:
+    """Each session once (a store may reach one session under several keys), closed ones only as closed."""
+    ended = list({id(s): s for s in closed}.values())
+    gone = {id(s) for s in ended}
+    return [s for s in {id(s): s for s in live}.values() if id(s) not in gone], ended
 
 
-def session_report(store: SessionStore) -> tuple[dict, str]:
-    sessions = [s.summary() for s in store]
+def sessions_text(live: Iterable[Session], closed: Iterable[Session] = ()) -> str:
+    """The live sessions (least recently used first), then the closed ones, or ``no MCP sessions yet``."""
+    live, closed = _split(live, closed)
+    lines = [session_line(s) for s in live] + [session_line(s, closed=True) for s in closed]
+    return "\n".join(lines) or "no MCP sessions yet"
+
+
+def session_report(live: Iterable[Session], closed: Iterable[Session] = ()) -> tuple[dict, str]:
+    """(JSON-able report, text table) of the live sessions, then the closed ones (``"closed": true``)."""
+    live, closed = _split(live, closed)
+    sessions = [s.summary() | {"closed": False} for s in live] + [s.summary() | {"closed": True} for s in closed]
     totals = {k: sum(s[k] for s in sessions) for k in ("messages", "changes", "dropped")}
     totals["sessions"] = len(sessions)
     rows = [("session", "client", "revisions", "rule", "action", "count")]
@@ -40,7 +54,7 @@ def session_report(store: SessionStore) -> tuple[dict, str]:
         client = _who(s["client"])
         revs = f"{s['server_revision']}->{s['pinned'] or s['client_revision']}"
         for r in s["by_rule"] or [{"rule": "-", "action": "-", "count": 0}]:
-            rows.append((str(s["session"])[:36], client, revs, r["rule"], r["action"], str(r["count"])))
+            rows.append((str(s["session"])[:36] + (" (closed)" if s["closed"] else ""), client, revs, r["rule"], r["action"], str(r["count"])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     table = "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
     return {"sessions": sessions, "totals": totals}, table

@@ -14,6 +14,7 @@ byte for byte and one ``passthrough`` record says why.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -45,7 +46,8 @@ class Exchange:
     flow_id: str | None = None
     session: Session | None = None
     session_key: str | None = None
-    client_key: str | None = None
+    #: fallback session keys for servers that mint no Mcp-Session-Id: the client's connection, then its host
+    client_keys: tuple[str, ...] = ()
     is_mcp: bool = False
     request_ids: dict = field(default_factory=dict)
     single_request_id: Any = None
@@ -56,6 +58,8 @@ class Exchange:
     #: (HTTP status, body) when mcpx answers the client's POST itself; errors for dropped batch members
     local_answer: tuple[int, bytes] | None = None
     late_answers: list[dict] = field(default_factory=list)
+    #: the record of a pinned initialize result, logged with that message's other changes
+    pin_change: Change | None = None
     changes: list[Change] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)  # per message: kind, method, id, direction, change count
 
@@ -114,10 +118,13 @@ class Rewriter:
 
         Sets ``exch.split`` when a batch must be sent as single POSTs (RPC-batch-request).
         """
-        key = session_id or (f"client:{exch.client_key}" if exch.client_key else None)
+        keys = (session_id,) if session_id else exch.client_keys
+        key = keys[0] if keys else None
         exch.session_key = key
-        if key is not None:
-            exch.session = self.store.get(key)
+        for k in keys:
+            exch.session = self.store.get(k)
+            if exch.session is not None:
+                break
         if session_id or version_header:
             exch.is_mcp = True
         if not body:
@@ -139,6 +146,8 @@ class Rewriter:
         if exch.initialize is not None:
             # A new session starts: keyed by client until the server mints an id.
             exch.session = self.store.create(key or f"flow:{exch.flow_id}")
+            for k in keys[1:]:
+                self.store.bind(k, exch.session)
             params = exch.initialize.get("params") if isinstance(exch.initialize.get("params"), dict) else {}
             exch.session.requested_rev = params.get("protocolVersion")
             exch.session.client_info = params.get("clientInfo")
@@ -165,6 +174,9 @@ class Rewriter:
         server_rev = s.server_rev if s else None
         client_rev = (s.pinned_rev or s.client_rev) if s else None
         if parsed.batch and server_rev != "2025-03-26":
+            if not json_body.exact(parsed.messages, body):
+                self.passthrough(exch, "c2s", f"batch {json_body.INEXACT}")
+                return None
             exch.split = [json_body.dumps(m) for m in parsed.messages]
             exch.batch_ids = [m.get("id") for m in parsed.messages if classify(m) == "request"]
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_REQUEST_RULE,
@@ -191,6 +203,9 @@ class Rewriter:
         if not out:
             # nothing left for the server: mcpx answers the client itself (answer-locally / reject)
             exch.local_answer = (200, json_body.dumps(local if parsed.batch else local[0])) if local else (202, b"")
+            return None
+        if not json_body.exact(out, body):
+            self.passthrough(exch, "c2s", json_body.INEXACT)
             return None
         if local:
             exch.late_answers = local  # errors for dropped members of a batch, appended to the batch answer
@@ -228,10 +243,9 @@ class Rewriter:
             self._emit(exch, [Change(pointer="", action="passthrough", rule=ids.PASSTHROUGH,
                                      detail=f"rule failed: {type(e).__name__}: {e}")], direction, msg, method, from_rev, to_rev)
             return None
-        pin_change = getattr(exch, "_pin_change", None)
-        if pin_change is not None:
-            out.changes.insert(0, pin_change)
-            exch._pin_change = None
+        if exch.pin_change is not None:
+            out.changes.insert(0, exch.pin_change)
+            exch.pin_change = None
         exch.messages[-1]["changes"] = len(out.changes)
         if not out.changes:
             return None
@@ -257,7 +271,7 @@ class Rewriter:
         s.server_info = result.get("serverInfo")
         s.server_caps = result.get("capabilities")
         if s.pinned_rev and s.server_rev and revisions.older(s.pinned_rev, s.server_rev):
-            exch._pin_change = Change(pointer="/result/protocolVersion", action="rewrite", rule="MCPX-pin",
+            exch.pin_change = Change(pointer="/result/protocolVersion", action="rewrite", rule="MCPX-pin",
                                       before=f'"{negotiated}"', after=f'"{s.pinned_rev}"',
                                       detail="session pinned to an older revision by mcpx.pin")
             result["protocolVersion"] = s.pinned_rev
@@ -300,6 +314,9 @@ class Rewriter:
             changed = True
         if not changed:
             return None
+        if not json_body.exact(out, body):
+            self.passthrough(exch, "s2c", json_body.INEXACT)
+            return None
         if parsed.batch:
             return json_body.dumps(out)
         return json_body.dumps(out[0]) if out else b""
@@ -339,6 +356,9 @@ class Rewriter:
                 changed = True
                 if res.message is not None:
                     out.append(res.message)
+        if (changed or batch) and not json_body.exact(out, ev.data):
+            self.passthrough(exch, "s2c", f"SSE event {json_body.INEXACT}")
+            return ev.raw
         if batch and to_rev != "2025-03-26" and revisions.is_known(to_rev):
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_RESPONSE_RULE, before=f"batch of {len(messages)} messages",
                                      after=f"{len(out)} events")], "s2c", None, None, from_rev, to_rev)
@@ -421,5 +441,4 @@ def summ_event(ev: Event) -> str:
 
 
 def _now() -> float:
-    import time
     return time.time()

@@ -84,7 +84,11 @@ class SessionStore:
         return len(self._sessions)
 
     def __iter__(self):
-        return iter(list(self._sessions.values()))
+        """Each session once (a session may be reachable under several keys)."""
+        seen: dict[int, Session] = {}
+        for sess in self._sessions.values():
+            seen.setdefault(id(sess), sess)
+        return iter(list(seen.values()))
 
     def get(self, key: str) -> Session | None:
         s = self._sessions.get(key)
@@ -107,6 +111,10 @@ class SessionStore:
         self._sessions[key] = session
         if old != key and self._sessions.get(old) is session:
             del self._sessions[old]
+
+    def bind(self, key: str, session: Session) -> None:
+        """Make ``session`` reachable under a further ``key`` (keeping its own)."""
+        self._sessions[key] = session
 
     def drop(self, key: str) -> None:
         self._sessions.pop(key, None)

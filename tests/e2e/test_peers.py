@@ -71,21 +71,25 @@ def servers():
         pytest.skip(f"test peers missing: {missing}; run scripts/setup_peers.sh")
     ev = peers_lib.start_everything_server()
     py = peers_lib.start_py_server()
-    yield {"everything": ev, "py": py}
+    # the same server without sessions and with application/json answers: mcpx keys state by client
+    stateless = peers_lib.start_py_server(stateless=True, json_response=True)
+    yield {"everything": ev, "py": py, "py-stateless": stateless}
     ev.stop()
     py.stop()
+    stateless.stop()
 
 
 def _is_error(res: dict) -> bool:
     return bool((res.get("result") or {}).get("isError"))
 
 
-@pytest.mark.parametrize("server", ["everything", "py"])
+@pytest.mark.parametrize("server", ["everything", "py", "py-stateless"])
 @pytest.mark.parametrize("client", CLIENTS)
 def test_client_through_mcpx(servers, server, client, tmp_path):
-    r = run(client, server, servers[server], tmp_path)
+    scenario = "py" if server == "py-stateless" else server
+    r = run(client, scenario, servers[server], tmp_path)
     assert r.via.get("protocolVersion") == r.direct.get("protocolVersion")
-    fixed = FIXED.get((server, client), {})
+    fixed = FIXED.get((scenario, client), {})
     for op in r.ops:
         d, v = r.result("direct", op["id"]), r.result("via", op["id"])
         if op["id"] in fixed:

@@ -165,6 +165,8 @@ def item(item_id: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: py_server.py PORT")
-    mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    args = sys.argv[1:]
+    if not args or not args[0].isdigit() or set(args[1:]) - {"--stateless", "--json"}:
+        sys.exit("usage: py_server.py PORT [--stateless] [--json]")
+    mcp.run("streamable-http", host="127.0.0.1", port=int(args[0]),
+            stateless_http="--stateless" in args, json_response="--json" in args)

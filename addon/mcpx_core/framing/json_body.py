@@ -49,6 +49,48 @@ def parse(body: bytes) -> Parsed:
     raise Unparseable("body is JSON but neither an object nor an array")
 
 
+#: why a body holding an integer orjson cannot keep exactly is forwarded untouched
+INEXACT = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; forwarded untouched"
+
+
+def exact(value: Any, source: bytes | str) -> bool:
+    """Whether serialising ``value`` (parsed from ``source``) keeps every number of ``source``.
+
+    orjson reads an integer outside [-2**63, 2**64) as a float (18446744073709551616 becomes
+    1.8446744073709552e+19), so a rewritten message holding one would reach a receiver that reads
+    integers exactly (Python, big-integer JSON libraries) with another value. Such a float is integral
+    and at least 2**63 in magnitude; only when ``value`` holds one is ``source`` re-read with the
+    standard library (exact integers) to tell. Cost: one pass over the parsed values.
+    """
+    stack = [value]
+    suspect = False
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, float) and abs(v) >= 2.0**63 and v.is_integer():
+            suspect = True
+            break
+    if not suspect:
+        return True
+    import json
+    try:
+        stack = [json.loads(source)]
+    except (ValueError, RecursionError):
+        return True
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
+            return False
+    return True
+
+
 def dumps(value: Any) -> bytes:
     """Serialise a message or batch (orjson: compact, UTF-8, non-ASCII kept as is)."""
     return orjson.dumps(value)
