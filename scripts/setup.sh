@@ -3,6 +3,7 @@
 #   .venv/                 Python >= 3.12 with mitmproxy 12, orjson, pydantic (requirements.lock)
 #                          and the test tools, plus mcpx itself (editable)
 #   tests/peers/...        the real MCP peers used by the demo and the tests (scripts/setup_peers.sh)
+#   /usr/bin/chromium      Debian's Chromium for the mitmweb browser test (scripts/setup_browser.sh, needs root)
 # A re-run only redoes what changed (stamp files keyed by sha256 of the lock files).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,5 +28,8 @@ else
   "$VENV/bin/python" -c 'import mitmproxy, orjson, pydantic, mcpx_core' || die "install finished but imports fail"
   echo "$want" > "$stamp"
 fi
+bash "$ROOT/scripts/setup_browser.sh" &  # Debian chromium for the mitmweb browser test
+browser=$!
 PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh"
+wait "$browser"
 log "ready: $VENV/bin/mitmdump -s addon/mcpx.py --mode reverse:http://YOUR-SERVER"

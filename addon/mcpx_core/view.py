@@ -19,22 +19,27 @@ the whole flow taken before the first change, so mitmproxy's "revert" would also
 response (the request is rewritten before the response exists) and would mark every rewritten
 flow as user-modified; metadata survives ``-w`` files and is per body.
 
-Text shape (exact; tests/inspect/test_view.py pins it)::
+Text shape (exact texts: tests/inspect/test_view.py)::
 
     MCP response (server -> client): 1 message, 2 changes (2 rewritten for 2024-11-05)
-    session: 5c1e...
-    client:  example-client 1.0.0, receives 2024-11-05
-    server:  mcp-servers/everything 2.0.0, speaks 2025-06-18
+    session: 8077ad25-7c10-4136-96f3-ac7ad6931059
+    client:  2024-11-05 (mcpx-js-client 1.10.2)
+    server:  2024-11-05 (mcp-servers/everything 2.0.0)
 
-    [1] result tools/call id=4
+    [1] result tools/call id=1 · event 1
         rewrite /result/content/1 [CT-resource_link]
-            {type: "resource_link", ...} -> {type: "resource", ...}
+            - {name: "Blob Resource 1", uri: "demo://resource/dynamic/blob/1", ...}
+            + {type: "resource", resource: {uri: "demo://resource/dynamic/blob/1", ...}}
         delivered:
-            { ...indented JSON... }
+        {
+          "result": { ...the message as delivered, JSON indented by 2... }
+        }
 
-A message mcpx did not deliver shows ``not delivered`` instead of its JSON; records that belong
-to the body as a whole (a split batch, a dropped priming event, a passthrough) are listed under
-``body:`` before the messages.
+Each change is ``action pointer [rule]`` (no pointer: the whole message or body), then ``- before``
+and ``+ after`` (the summaries of the change record, never a whole base64 payload) and
+``(detail)``. A message mcpx did not deliver shows ``not delivered`` instead of its JSON; records
+that belong to the body as a whole (a split batch, a passthrough) are listed under ``body:``
+before the messages. A body that is not JSON (or SSE) raises ValueError: mitmproxy then shows it raw.
 """
 
 from __future__ import annotations
@@ -288,12 +293,15 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
     delivered_units, delivered_error = split_body(data, ctx.ctype)
     notes: list[str] = []
     units, error = delivered_units, delivered_error
+    per_message = kept is not None  # the original can be shown message by message
     if kept is not None:
         orig_units, orig_error = split_body(kept, ctx.ctype)
         if orig_error is None:
             units, error = orig_units, None
         else:
-            notes.append(f"original body not shown per message: {orig_error}")
+            per_message = False
+            if not full_size:
+                notes.append(f"original body not shown per message: {orig_error}")
         if full_size:
             notes.append(f"original body truncated: first {len(kept)} of {full_size} bytes kept (mcpx_keep_original)")
     elif altered(ctx.changes()):
@@ -311,7 +319,7 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
         head += f", {_plural(len(records), 'change')}"
         if records:
             head += f" ({_summary(records)})"
-    if original and kept is not None:
+    if original and per_message:
         head += "; as sent"
     elif original and not altered(records):
         head += "; delivered as sent"
@@ -327,6 +335,11 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
         out.append("body:")
         for c in body_records:
             out.extend(_change_lines(c, "    "))
+    # the messages below are shown as sent: from the kept original, or delivered unchanged
+    as_sent = original and (per_message or (kept is None and not altered(records)))
+    if original and kept is not None and not per_message:
+        out.append("sent (as kept):")
+        out.extend("    " + line for line in kept.decode("utf-8", "replace").splitlines())
 
     # pair each (original) unit with its delivered counterpart, in order
     d = 0
@@ -357,7 +370,7 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
                 out.extend(_json_lines(u.message, "    "))
             continue
         dropped = False
-        if original or kept is None:
+        if as_sent or not per_message:
             shown = u.message
         else:
             dropped = any(c.get("action") == "drop-message" and not c.get("pointer") for c in u.changes)
@@ -373,7 +386,7 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
         if dropped:
             out.append("    not delivered")
             continue
-        out.append("    sent:" if original else "    delivered:")
+        out.append("    sent:" if as_sent else "    delivered:")
         out.extend(_json_lines(shown, "    "))
     return "\n".join(out) + "\n"
 

@@ -52,14 +52,17 @@ class Harness:
 
     async def exchange(self, request: Any, response: Any, *, session: str | None = None,
                        session_header: str | None = None, sse: bool = False, status: int = 200,
-                       peer: tuple[str, int] = PEER) -> http.HTTPFlow:
-        """One POST /mcp and its answer. ``session``: the client's Mcp-Session-Id;
-        ``session_header``: the one the server mints in this response; ``sse``: answer as text/event-stream."""
+                       peer: tuple[str, int] = PEER, method: bytes = b"POST") -> http.HTTPFlow:
+        """One POST /mcp (or ``method``, e.g. DELETE with ``request`` None) and its answer.
+
+        ``session``: the client's Mcp-Session-Id; ``session_header``: the one the server mints in
+        this response; ``sse``: answer as text/event-stream; ``response`` None: an empty 202."""
         req_headers = [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream")]
         if session:
             req_headers.append((b"mcp-session-id", session.encode()))
-        f = tflow.tflow(req=tutils.treq(method=b"POST", path=b"/mcp", host="127.0.0.1", port=9,
-                                        headers=http.Headers(req_headers), content=body_bytes(request)))
+        f = tflow.tflow(req=tutils.treq(method=method, path=b"/mcp", host="127.0.0.1", port=9,
+                                        headers=http.Headers(req_headers),
+                                        content=body_bytes(request) if request is not None else b""))
         f.client_conn.peername = peer
         resp_body = body_bytes(response) if response is not None else b""
         resp_headers = [(b"content-type", b"text/event-stream" if sse else b"application/json"),
@@ -68,7 +71,7 @@ class Harness:
             resp_headers.append((b"mcp-session-id", session_header.encode()))
         if response is None:
             resp_headers = [(b"content-length", b"0")]
-        f.response = tutils.tresp(status_code=status if response is not None else 202,
+        f.response = tutils.tresp(status_code=status if response is not None or method != b"POST" else 202,
                                   headers=http.Headers(resp_headers), content=resp_body)
         resp = f.response
         f.response = None

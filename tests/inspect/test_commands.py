@@ -38,13 +38,21 @@ sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  MCPX-pin              rew
 sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  drop     1
 sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  rewrite  1"""
 
+TABLE_CLOSED = """\
+session          client                revisions               rule                  action   count
+sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  MCPX-pin              rewrite  1
+sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  drop     1
+sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  rewrite  1
+sess-a (closed)  example-client 1.0.0  2025-03-26->2025-03-26  ANN-lastModified      drop     1
+sess-a (closed)  example-client 1.0.0  2025-03-26->2025-03-26  CT-resource_link      rewrite  1"""
+
 
 def session_json(key, client, client_rev, server_rev, pinned, changes, dropped, by_rule):
     return {"session": key, "client_revision": client_rev, "server_revision": server_rev,
             "requested_revision": "2025-06-18" if key == "sess-b" else client_rev, "pinned": pinned,
             "client": {"name": client, "version": "1.0.0"}, "server": {"name": "example-server", "version": "2.0.0"},
             "messages": 5, "changes": changes, "dropped": dropped,
-            "by_rule": [{"rule": r, "action": a, "count": 1} for r, a in by_rule]}
+            "by_rule": [{"rule": r, "action": a, "count": 1} for r, a in by_rule], "closed": False}
 
 
 REPORT = {
@@ -89,6 +97,13 @@ def test_sessions_report_and_pin_by_client_name(tmp_path):
                 cmd(f"mcpx.report {tmp_path}/missing/report.json")
             assert cmd('mcpx.pin legacy-client ""') == "clients named 'legacy-client' unpinned"
             assert h.addon.store.pins == {}
+            # a session the client ends (HTTP DELETE) stays listed, as closed
+            await h.exchange(None, None, session="sess-a", method=b"DELETE")
+            a_line, b_line = SESSIONS.split("\n")
+            assert cmd("mcpx.sessions") == b_line + "\n" + a_line.replace("sess-a:", "sess-a (closed):")
+            assert cmd(f"mcpx.report {path}") == TABLE_CLOSED
+            closed = orjson.loads(path.read_bytes())["sessions"]
+            assert [(d["session"], d["closed"]) for d in closed] == [("sess-b", False), ("sess-a", True)]
     asyncio.run(main())
 
 

@@ -476,3 +476,24 @@ def test_other_json_is_left_to_the_json_view():
         f.response.headers["content-type"] = "text/html"
         f.response.content = b'<p>"jsonrpc": "2.0"</p>'
         assert render(f)[0] != "MCP"
+
+
+def test_original_truncated_or_not_kept():
+    async def flow(keep: int) -> http.HTTPFlow:
+        async with Harness(mcpx_keep_original=keep) as h:
+            await h.initialize("2025-03-26")
+            call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "export", "arguments": {}}}
+            return await h.exchange(call, B01["input"]["body"].encode(), session="sess-1")
+
+    head = JSON_MCP.split("\n\n")[0] + "\n"
+    body = JSON_MCP[len(head):]
+    truncated = views(run(flow(100)))
+    note = "note: original body truncated: first 100 of 384 bytes kept (mcpx_keep_original)\n"
+    assert truncated["MCP"] == head + note + body
+    assert truncated["MCP original"] == head + note + (
+        'sent (as kept):\n'
+        '    {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Export finished."},{"type":"reso\n'
+    ) + body
+    not_kept = views(run(flow(0)))
+    note = "note: original body not kept (mcpx_keep_original): messages shown as delivered\n"
+    assert not_kept == {"MCP": head + note + body, "MCP original": head + note + body}
