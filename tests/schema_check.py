@@ -20,6 +20,11 @@ from mcpx_core import revisions
 
 def _close(node: Any, in_allof: bool = False, path: tuple = ()) -> None:
     if isinstance(node, dict):
+        t = node.get("type")
+        if isinstance(t, list) and "integer" in t:
+            # SCHEMA-number-integer: schema.ts says number where the generated schema.json says integer
+            # (ElicitResult.content, 2026 JSONValue; schema/2025-06-18/schema.ts:1556): validate as number
+            node["type"] = ["number" if x == "integer" else x for x in t]
         if ("properties" in node and "additionalProperties" not in node and not in_allof
                 and path[-1:] not in (("inputSchema",), ("outputSchema",), ("_meta",)) and not str(path[-1:]).endswith("MetaObject',)")):
             node["additionalProperties"] = False

@@ -6,7 +6,8 @@ schema.json and downgraded to every older (or the same) revision
 - are idempotent: a second downgrade changes nothing and logs nothing but "keep" records.
 
 The budget per message type is MCPX_PROPERTY_EXAMPLES (default 8; scripts/schema_report.py runs more).
-Every file of the 2026-07-28 examples folder is checked the same way.
+Every file of the 2026-07-28 examples folder, and every message real peers sent in flows/*.mitm
+(from its session's revision to every older one), is checked the same way.
 """
 from __future__ import annotations
 
@@ -66,3 +67,74 @@ def test_2026_examples(to):
         if not (v.valid and not v.unaccounted and v.idempotent):
             failures.append((name, v.errors[:2], v.unaccounted[:3], v.idempotent))
     assert n > 40 and failures == []
+
+
+def recorded_messages():
+    """Every JSON-RPC message real servers and clients sent in flows/*.mitm (recorded without mcpx),
+    with the revision its session negotiated and the method it belongs to."""
+    from mitmproxy import io
+    from mcpx_core.framing.sse import SSEParser
+    from property_lib import MessageType
+    import orjson
+
+    def parse(body: bytes, ctype: str) -> list:
+        if not body:
+            return []
+        if ctype.startswith("text/event-stream"):
+            p = SSEParser()
+            datas = [e.data for e in p.feed(body) + p.close()[0] if e.data and e.data.strip()]
+        else:
+            datas = [body]
+        out = []
+        for d in datas:
+            try:
+                v = orjson.loads(d)
+            except orjson.JSONDecodeError:
+                continue
+            out.extend(v if isinstance(v, list) else [v])
+        return [m for m in out if isinstance(m, dict)]
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "flows"
+    for path in sorted(root.glob("*.mitm")):
+        rev, methods, server_methods = None, {}, {}
+        with open(path, "rb") as fh:
+            for f in io.FlowReader(fh).stream():
+                sent = parse(f.request.get_content(strict=False) or b"", f.request.headers.get("content-type", ""))
+                got = parse(f.response.get_content(strict=False) or b"", f.response.headers.get("content-type", "")) if f.response else []
+                for m in sent:
+                    if "method" in m and "id" in m:
+                        methods[m["id"]] = m["method"]
+                for m in got:
+                    if m.get("result", {}).get("protocolVersion") and methods.get(m.get("id")) == "initialize":
+                        rev = m["result"]["protocolVersion"]
+                if rev not in revisions.REVISIONS:
+                    continue
+                model = revisions.model(rev)
+                for direction, msgs in (("c2s", sent), ("s2c", got)):
+                    for m in msgs:
+                        if "method" in m:
+                            kind = "request" if "id" in m else "notification"
+                            table = model.requests if kind == "request" else model.notifications
+                            if m["method"] not in table:
+                                continue
+                            if kind == "request" and direction == "s2c":
+                                server_methods[m["id"]] = m["method"]
+                            yield path.name, MessageType(rev, direction, kind, m["method"], table[m["method"]]), m
+                        elif "result" in m:
+                            method = (methods if direction == "s2c" else server_methods).get(m.get("id"))
+                            if method:
+                                yield path.name, MessageType(rev, direction, "result", method, model.result_for(method)), m
+
+
+@pytest.mark.parametrize("to", revisions.REVISIONS[:-1])
+def test_recorded_messages(to):
+    """Messages real peers sent (flows/), downgraded from their session's revision to every older one."""
+    failures, n = [], 0
+    for name, t, msg in recorded_messages():
+        if revisions.older(t.revision, to) or not applicable(t, to):
+            continue
+        n += 1
+        v = check(t, json.loads(json.dumps(msg)), to)
+        if not (v.valid and not v.unaccounted and v.idempotent):
+            failures.append((name, t.label, v.errors[:2], v.unaccounted[:3], v.idempotent))
+    assert n > 0 and failures == []
