@@ -161,6 +161,8 @@ class MCPX:
         exch = self.exchanges.get(flow.id)
         if exch is None or not exch.is_mcp or flow.response is None:
             return
+        if not flow.live:  # offline replay: nothing streams, the response hook rewrites the whole
+            return  # (decoded) body and keeps its Content-Encoding
         if _ctype(flow.response) != "text/event-stream":
             size = flow.response.headers.get("content-length")
             if size and size.isdigit() and int(size) > ctx.options.mcpx_max_body:

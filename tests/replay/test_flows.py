@@ -232,3 +232,29 @@ def test_a_changed_rule_fails_the_golden(monkeypatch):
     changed = [ln for ln in difflib.unified_diff(expected.splitlines(), text.splitlines(), n=0)
                if ln.startswith("+") and not ln.startswith("+++")]
     assert any('"text": "link: demo://resource/dynamic/' in ln for ln in changed), changed
+
+
+def test_gzip_encoded_sse_response_is_rewritten_offline(in_process, tmp_path):
+    """A recorded SSE response with Content-Encoding: gzip (generated from a recorded one) is
+    decoded, rewritten whole and encoded again in both replays, as the plain one is."""
+    import gzip
+
+    from mitmproxy import io
+
+    name = "sdk-1.10.2_everything"
+    flows = rl.load(_path(name))
+    target = next(f for f in flows if b'"get-resource-links"' in (f.request.raw_content or b""))
+    target.response.headers["content-encoding"] = "gzip"
+    target.response.raw_content = gzip.compress(target.response.raw_content, mtime=0)
+    src = tmp_path / "gzip.mitm"
+    with open(src, "wb") as fh:
+        writer = io.FlowWriter(fh)
+        for f in flows:
+            writer.add(f)
+    plain = next(f for f in in_process[name][0] if f.id == target.id)
+    for replayed in (rl.replay_in_process(src), rl.replay_mitmdump(src, tmp_path / "out.mitm")):
+        out = next(f for f in replayed if f.id == target.id)
+        assert out.response.headers["content-encoding"] == "gzip"
+        assert gzip.decompress(out.response.raw_content) == plain.response.raw_content
+        assert [(c["pointer"], c["rule"]) for c in out.metadata["mcpx"]["changes"]] == [
+            ("/result/content/1", "CT-resource_link"), ("/result/content/2", "CT-resource_link")]
