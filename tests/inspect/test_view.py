@@ -497,3 +497,20 @@ def test_original_truncated_or_not_kept():
     not_kept = views(run(flow(0)))
     note = "note: original body not kept (mcpx_keep_original): messages shown as delivered\n"
     assert not_kept == {"MCP": head + note + body, "MCP original": head + note + body}
+
+
+def test_flow_read_back_with_the_addon_loaded_keeps_its_records():
+    """`mitmweb -r saved.mitm -s addon/mcpx.py` (the addon registers the views) runs the hooks on
+    each flow read: a flow mcpx already rewrote keeps its bodies and records."""
+    f = replayed(run(json_flow()))
+    assert not f.live
+    body = f.response.content
+
+    async def load():
+        async with Harness() as h:
+            await h.addon.request(f)
+            h.addon.responseheaders(f)
+            await h.addon.response(f)
+    run(load())
+    assert f.response.content == body
+    assert views(f) == {"MCP": JSON_MCP, "MCP original": JSON_ORIGINAL}
