@@ -113,6 +113,9 @@ class MCPX:
 
     # -- hooks --------------------------------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> None:
+        if not flow.live and isinstance(flow.metadata.get("mcpx"), dict):
+            # read from a file mcpx wrote (mitmweb -r): already rewritten; keep bodies and records as they are
+            return
         exch = self._exchange(flow)
         if flow.request.method == "DELETE":
             sid = flow.request.headers.get(SESSION_HEADER)
