@@ -414,7 +414,13 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
         elif kind == "result":
             result = message.get("result")
             if isinstance(result, dict):
-                message["result"] = walk.named(result, model.result_for(method) if method else "Result", "/result")
+                if method:
+                    message["result"] = walk.named(result, model.result_for(method), "/result")
+                else:
+                    # the request it answers is unknown (e.g. a result on a stream mcpx did not see the
+                    # request of): typed by the best-fitting member of the ServerResult/ClientResult union
+                    union = model.defs.get("ServerResult" if direction == "s2c" else "ClientResult")
+                    message["result"] = walk.node(result, union, "/result", "Result") if union else result
     except Reject as r:
         walk.log(r.pointer, "drop-message", r.rule, detail=r.message)
         return Outcome(None, walk.changes, reply={"code": r.code, "message": r.message})

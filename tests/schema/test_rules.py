@@ -402,3 +402,12 @@ def test_lenient_keeps_tolerated_fields_but_rewrites_union_members():
     assert [c.key() for c in out.changes] == [("/result/content/1", "rewrite", "SC-structuredContent"),
                                               ("/result/structuredContent", "keep", "SC-structuredContent"),
                                               ("/result/content/0", "rewrite", "CT-resource_link")]
+
+
+def test_result_of_unknown_request_is_typed_by_fit():
+    """A result whose request mcpx never saw is walked as the best-fitting ServerResult member."""
+    msg = res({"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]}, id=99)
+    out = downgrade(msg, "result", None, C, B, "s2c")
+    assert out.message == res({"content": [{"type": "resource", "resource": {
+        "uri": "file:///a", "mimeType": "text/plain", "text": "Resource link (content not embedded): file:///a\nname: a"}}]}, id=99)
+    assert [c.key() for c in out.changes] == [("/result/content/0", "rewrite", "CT-resource_link")]
