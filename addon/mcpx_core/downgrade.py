@@ -140,21 +140,21 @@ class Walk:
         extra = schema.get("additionalProperties")
         for key in list(value):
             sub = props.get(key)
-            kptr = f"{ptr}/{escape(key)}"
             if sub is not None:
                 if (typ, key) in OPEN_FIELDS:
                     continue
                 if key == "_meta":
-                    self.meta(value[key], sub, kptr, typ)
+                    self.meta(value[key], sub, f"{ptr}/{escape(key)}", typ)
                     continue
-                if not sub:
-                    continue  # {} accepts anything
-                new = self.node(value[key], sub, kptr, typ)
+                if not sub or _inert(sub):
+                    continue  # {} accepts anything; an inert schema never changes a value
+                new = self.node(value[key], sub, f"{ptr}/{escape(key)}", typ)
                 if new is DROP:
                     del value[key]
                 elif new is not value[key]:
                     value[key] = new
                 continue
+            kptr = f"{ptr}/{escape(key)}"
             if extra is None or extra is False:
                 if self.policy == "strict":
                     self.log(kptr, "drop", self.field_rule(typ, key, kptr), value[key])
@@ -214,17 +214,16 @@ class Walk:
         return value
 
     def union(self, value: Any, members: list[dict], ptr: str, typ: str) -> Any:
-        names = [self.model.ref_name(m["$ref"]) if "$ref" in m else None for m in members]
-        family = union_family(names)
+        info = _union_info(self.model, members)
+        names, family = info.names, info.family
         pre = UNION_PRE.get(family)
         if pre is not None:
             value = pre(self, value, ptr, members, names)
             if value is DROP:
                 return DROP
         if isinstance(value, list):
-            for m in members:
-                if m.get("type") == "array" or "items" in m:
-                    return self.node(value, m, ptr, typ)
+            if info.array_member is not None:
+                return self.node(value, info.array_member, ptr, typ)
             miss = UNION_MISS.get(family)
             if miss is None:
                 return value
@@ -232,14 +231,11 @@ class Walk:
             return DROP if new is DROP else self.union(new, members, ptr, typ)
         if not isinstance(value, dict):
             return value
-        resolved = [(n, self.model.defs[n] if n else m) for n, m in zip(names, members)]
-        objs = [(n, s) for n, s in resolved if s.get("type") == "object" or "properties" in s]
-        disc = value.get("type")
-        consts = [((s.get("properties") or {}).get("type") or {}).get("const") for _, s in objs]
-        if objs and all(c is not None for c in consts):
-            for (n, s), c in zip(objs, consts):
-                if c == disc:
-                    return self.node(value, members[names.index(n)] if n else s, ptr, n or typ)
+        objs, by_const = info.objects(self.model)
+        if by_const is not None:
+            hit = by_const.lookup(value.get("type"))
+            if hit is not None:
+                return self.node(value, hit[0], ptr, hit[1] or typ)
             miss = UNION_MISS.get(family)
             if miss is None:
                 return value
@@ -256,6 +252,88 @@ class Walk:
             return value
         n, s = best
         return self.node(value, {"$ref": self.model.ref_prefix + n} if n else s, ptr, n or typ)
+
+
+class _Discriminators:
+    """``type`` const -> (member schema to walk, its definition name or None), first member wins."""
+
+    def __init__(self, entries: list[tuple[Any, dict, str | None]]):
+        self.entries = entries
+        try:
+            self.table: dict | None = {}
+            for c, schema, name in entries:
+                self.table.setdefault(c, (schema, name))
+        except TypeError:  # an unhashable const: compare one by one
+            self.table = None
+
+    def lookup(self, disc: Any) -> tuple[dict, str | None] | None:
+        if self.table is not None:
+            try:
+                return self.table.get(disc)
+            except TypeError:  # an unhashable discriminator value (list, object) equals no string const
+                pass
+        for c, schema, name in self.entries:
+            if c == disc:
+                return schema, name
+        return None
+
+
+class _UnionInfo:
+    """What the walker needs to know about one ``anyOf`` list of one revision's schema, computed once."""
+
+    __slots__ = ("members", "names", "family", "array_member", "_objects")
+
+    def __init__(self, model: revisions.SchemaModel, members: list[dict]):
+        self.members = members  # held, so the id() key of the cache stays this list's
+        self.names = [model.ref_name(m["$ref"]) if "$ref" in m else None for m in members]
+        self.family = union_family(self.names)
+        self.array_member = next((m for m in members if m.get("type") == "array" or "items" in m), None)
+        self._objects = None
+
+    def objects(self, model: revisions.SchemaModel) -> tuple[list, _Discriminators | None]:
+        """(object members as (name, schema), their ``type`` discriminators or None when some lack one)."""
+        if self._objects is None:
+            names, members = self.names, self.members
+            resolved = [(n, model.defs[n] if n else m) for n, m in zip(names, members)]
+            objs = [(n, s) for n, s in resolved if s.get("type") == "object" or "properties" in s]
+            consts = [((s.get("properties") or {}).get("type") or {}).get("const") for _, s in objs]
+            disc = None
+            if objs and all(c is not None for c in consts):
+                disc = _Discriminators([(c, members[names.index(n)] if n else s, n) for (n, s), c in zip(objs, consts)])
+            self._objects = (objs, disc)
+        return self._objects
+
+
+_UNION_INFO: dict[tuple[int, int], _UnionInfo] = {}
+
+
+def _union_info(model: revisions.SchemaModel, members: list[dict]) -> _UnionInfo:
+    info = _UNION_INFO.get((id(model), id(members)))
+    if info is None or info.members is not members:
+        if len(_UNION_INFO) > 4096:
+            _UNION_INFO.clear()
+        info = _UNION_INFO[(id(model), id(members))] = _UnionInfo(model, members)
+    return info
+
+
+_INERT: dict[int, tuple[dict, bool]] = {}
+
+
+def _inert(schema: dict) -> bool:
+    """True when :meth:`Walk.node` returns every value unchanged for ``schema``: no ``$ref``,
+    union, ``allOf`` or properties, not ``type: object``, and array items (if any) inert too
+    (e.g. ``{"type": "string"}``, ``{"type": "array", "items": {"type": "number"}}``)."""
+    hit = _INERT.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    items = schema.get("items")
+    inert = not ("$ref" in schema or "anyOf" in schema or "allOf" in schema or "properties" in schema
+                 or schema.get("type") == "object") \
+        and (not isinstance(items, dict) or not items or _inert(items))
+    if len(_INERT) > 8192:
+        _INERT.clear()
+    _INERT[id(schema)] = (schema, inert)
+    return inert
 
 
 def _fit(model: revisions.SchemaModel, value: Any, schema: dict, depth: int) -> int:
