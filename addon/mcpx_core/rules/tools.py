@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
 
 from ..downgrade import OPEN_FIELDS, Walk, type_hook
@@ -92,7 +94,7 @@ def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
         if "$schema" in sch and "$schema" not in (sub.get("properties") or {}):
             walk.log(f"{ptr}/{key}/$schema", "keep", "TOOL-inputSchema-$schema", sch["$schema"])
         if key == "inputSchema" and walk.fires("TOOL-inputSchema-open"):
-            used = sorted(COMPOSITION & _keywords(sch))
+            used = _composition_used(sch)
             if used:
                 walk.log(f"{ptr}/inputSchema", "keep", "TOOL-inputSchema-open", None, None, detail="JSON Schema keywords kept: " + ", ".join(used))
     return value
@@ -114,6 +116,20 @@ def _keywords(schema, depth: int = 0) -> set[str]:
         for v in schema:
             found |= _keywords(v, depth + 1)
     return found
+
+
+_COMPOSITION_KEY = re.compile(b'"(?:' + b"|".join(re.escape(k).encode() for k in sorted(COMPOSITION)) + b')":')
+
+
+def _composition_used(schema: dict) -> list[str]:
+    """``sorted(COMPOSITION & _keywords(schema))``. Most input schemas use none of these keywords,
+    which one serialisation proves: every key ``_keywords`` collects appears as ``"key":`` in it."""
+    try:
+        if _COMPOSITION_KEY.search(orjson.dumps(schema)) is None:
+            return []
+    except orjson.JSONEncodeError:  # nesting orjson does not serialise: walk it
+        pass
+    return sorted(COMPOSITION & _keywords(schema))
 
 
 OPEN_FIELDS.update({("Tool", "inputSchema"), ("Tool", "outputSchema")})
