@@ -60,11 +60,17 @@ def exact(value: Any, source: bytes | str) -> bool:
     1.8446744073709552e+19), so a rewritten message holding one would reach a receiver that reads
     integers exactly (Python, big-integer JSON libraries) with another value. Such a float is integral
     and at least 2**63 in magnitude; only when ``value`` holds one is ``source`` re-read with the
-    standard library (exact integers) to tell. Cost: one pass over the parsed values.
+    standard library (exact integers) to tell. Cost: one pass over the parsed values; past
+    :data:`WALK_BUDGET` values, first one pass over ``source``'s bytes (an integer outside the range
+    has at least 19 digits: without such a run of digits ``source`` is exact, whatever it holds).
     """
     stack = [value]
     suspect = False
+    budget = WALK_BUDGET
     while stack:
+        budget -= 1
+        if not budget and not _long_digit_run(source):
+            return True
         v = stack.pop()
         if isinstance(v, dict):
             stack.extend(v.values())
@@ -89,6 +95,18 @@ def exact(value: Any, source: bytes | str) -> bool:
         elif isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
             return False
     return True
+
+
+#: values :func:`exact` walks before it looks at the source bytes instead
+WALK_BUDGET = 20_000
+_DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))  # digits -> "0", the rest -> " "
+_RUN = b"0" * 19  # the shortest integer outside [-2**63, 2**64) has 19 digits
+
+
+def _long_digit_run(source: bytes | str) -> bool:
+    """Whether ``source`` holds 19 or more consecutive ASCII digits (anywhere, strings included)."""
+    raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    return _RUN in raw.translate(_DIGITS)
 
 
 def dumps(value: Any) -> bytes:
