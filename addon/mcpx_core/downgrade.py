@@ -138,7 +138,10 @@ class Walk:
 
     def obj(self, value: dict, schema: dict, props: dict, ptr: str, typ: str) -> dict:
         extra = schema.get("additionalProperties")
+        skip = _skips(props, typ)
         for key in list(value):
+            if key in skip:
+                continue  # open, {} or inert: nothing to do (see _skips)
             sub = props.get(key)
             if sub is not None:
                 if (typ, key) in OPEN_FIELDS:
@@ -235,6 +238,8 @@ class Walk:
         if by_const is not None:
             hit = by_const.lookup(value.get("type"))
             if hit is not None:
+                if hit[2] is not None:  # a {"$ref": ...} member: what node() would do with it
+                    return self.named(value, hit[2], ptr)
                 return self.node(value, hit[0], ptr, hit[1] or typ)
             miss = UNION_MISS.get(family)
             if miss is None:
@@ -255,26 +260,28 @@ class Walk:
 
 
 class _Discriminators:
-    """``type`` const -> (member schema to walk, its definition name or None), first member wins."""
+    """``type`` const -> (member schema to walk, its definition name or None, the definition its
+    ``$ref`` names or None), first member wins."""
 
-    def __init__(self, entries: list[tuple[Any, dict, str | None]]):
-        self.entries = entries
+    def __init__(self, model: revisions.SchemaModel, entries: list[tuple[Any, dict, str | None]]):
+        self.entries = [(c, (schema, name, model.ref_name(schema["$ref"]) if schema.get("$ref") is not None else None))
+                        for c, schema, name in entries]
         try:
             self.table: dict | None = {}
-            for c, schema, name in entries:
-                self.table.setdefault(c, (schema, name))
+            for c, hit in self.entries:
+                self.table.setdefault(c, hit)
         except TypeError:  # an unhashable const: compare one by one
             self.table = None
 
-    def lookup(self, disc: Any) -> tuple[dict, str | None] | None:
+    def lookup(self, disc: Any) -> tuple[dict, str | None, str | None] | None:
         if self.table is not None:
             try:
                 return self.table.get(disc)
             except TypeError:  # an unhashable discriminator value (list, object) equals no string const
                 pass
-        for c, schema, name in self.entries:
+        for c, hit in self.entries:
             if c == disc:
-                return schema, name
+                return hit
         return None
 
 
@@ -299,7 +306,7 @@ class _UnionInfo:
             consts = [((s.get("properties") or {}).get("type") or {}).get("const") for _, s in objs]
             disc = None
             if objs and all(c is not None for c in consts):
-                disc = _Discriminators([(c, members[names.index(n)] if n else s, n) for (n, s), c in zip(objs, consts)])
+                disc = _Discriminators(model, [(c, members[names.index(n)] if n else s, n) for (n, s), c in zip(objs, consts)])
             self._objects = (objs, disc)
         return self._objects
 
@@ -336,6 +343,23 @@ def _inert(schema: dict) -> bool:
     return inert
 
 
+_SKIPS: dict[tuple[int, str], tuple[dict, frozenset]] = {}
+
+
+def _skips(props: dict, typ: str) -> frozenset:
+    """The keys of ``props`` :meth:`Walk.obj` has nothing to do for in definition ``typ``: open
+    fields (:data:`OPEN_FIELDS`) and, ``_meta`` aside, properties whose schema is ``{}`` or inert."""
+    hit = _SKIPS.get((id(props), typ))
+    if hit is not None and hit[0] is props:
+        return hit[1]
+    skip = frozenset(k for k, sub in props.items() if sub is not None and (
+        (typ, k) in OPEN_FIELDS or (k != "_meta" and isinstance(sub, dict) and (not sub or _inert(sub)))))
+    if len(_SKIPS) > 8192:
+        _SKIPS.clear()
+    _SKIPS[(id(props), typ)] = (props, skip)
+    return skip
+
+
 def _fit(model: revisions.SchemaModel, value: Any, schema: dict, depth: int) -> int:
     """How well ``value`` fits object ``schema``: -1 when it cannot be that member (a required
     property missing, a const or enum not met), else the number of its keys the schema names,
@@ -368,7 +392,22 @@ def _fit(model: revisions.SchemaModel, value: Any, schema: dict, depth: int) -> 
     return score
 
 
+_MERGED: dict[tuple[int, int], tuple[dict, dict]] = {}
+
+
 def _merged(model: revisions.SchemaModel, schema: dict) -> dict:
+    """:func:`_merge`, once per schema node (the result is only read)."""
+    hit = _MERGED.get((id(model), id(schema)))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    out = _merge(model, schema)
+    if len(_MERGED) > 1024:
+        _MERGED.clear()
+    _MERGED[(id(model), id(schema))] = (schema, out)
+    return out
+
+
+def _merge(model: revisions.SchemaModel, schema: dict) -> dict:
     """allOf of object schemas as one object schema (used by a few 2025-11-25+ definitions)."""
     props: dict = {}
     required: list = []
