@@ -297,6 +297,8 @@ class MCPX:
         meta["client_info"], meta["server_info"] = (s.client_info, s.server_info) if s else (None, None)
         meta["messages"] = exch.messages
         meta["changes"] = [c.model_dump() for c in exch.changes]
+        if exch.messages_omitted or exch.changes_omitted:  # a long stream: the rest are only in the change log
+            meta["messages_omitted"], meta["changes_omitted"] = exch.messages_omitted, exch.changes_omitted
         if exch.replies:
             meta["replies"] = exch.replies
         if exch.changes:

@@ -31,6 +31,9 @@ from .session import Session, SessionStore, revision_of_request
 PRIMING_RULE = "TR-sse-priming-polling"
 BATCH_RESPONSE_RULE = "RPC-batch-response"
 BATCH_REQUEST_RULE = "RPC-batch-request"
+#: at most this many message entries and change records are kept per flow (``Exchange.messages``,
+#: ``Exchange.changes``), so a long SSE stream does not grow memory; the rest are counted
+FLOW_KEEP_MAX = 1000
 
 
 @dataclass
@@ -62,6 +65,9 @@ class Exchange:
     pin_change: Change | None = None
     changes: list[Change] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)  # per message: kind, method, id, direction, change count
+    #: messages and records beyond :data:`FLOW_KEEP_MAX` (not kept on the flow; every record is still logged)
+    messages_omitted: int = 0
+    changes_omitted: int = 0
 
     @property
     def revisions(self) -> tuple[str | None, str | None]:
@@ -94,7 +100,12 @@ class Rewriter:
             jid = None
         stamped = [c.stamped(time=_now(), flow=exch.flow_id, session=s.key if s else None, direction=direction,
                              jsonrpc_id=jid, method=method, from_rev=from_rev, to_rev=to_rev) for c in changes]
-        exch.changes.extend(stamped)
+        room = FLOW_KEEP_MAX - len(exch.changes)
+        if room >= len(stamped):
+            exch.changes.extend(stamped)
+        else:
+            exch.changes.extend(stamped[:max(room, 0)])
+            exch.changes_omitted += len(stamped) - max(room, 0)
         if s is not None:
             s.changes += len(stamped)
             s.dropped += sum(1 for c in stamped if c.action in ("drop", "drop-message"))
@@ -233,7 +244,11 @@ class Rewriter:
             s.messages += 1
             if method == "initialize" and kind == "result":
                 from_rev, to_rev = self._learn_initialize(exch, msg)
-        exch.messages.append({"direction": direction, "kind": kind, "method": method, "id": jid if isinstance(jid, (int, str)) else None})
+        entry = {"direction": direction, "kind": kind, "method": method, "id": jid if isinstance(jid, (int, str)) else None}
+        if len(exch.messages) < FLOW_KEEP_MAX:
+            exch.messages.append(entry)
+        else:
+            exch.messages_omitted += 1
         if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
             return None
         try:
@@ -246,7 +261,7 @@ class Rewriter:
         if exch.pin_change is not None:
             out.changes.insert(0, exch.pin_change)
             exch.pin_change = None
-        exch.messages[-1]["changes"] = len(out.changes)
+        entry["changes"] = len(out.changes)
         if not out.changes:
             return None
         if out.message is msg and all(c.action == "keep" for c in out.changes):
@@ -411,18 +426,20 @@ class SSERewriter:
         if rest:
             parts.append(rest)
         data = b"".join(parts)
-        self._keep(self.original, b"".join(e.raw for e in events) + rest)
-        self._keep(self.delivered, data)
+        self._keep(self.original, [e.raw for e in events] + [rest])
+        self._keep(self.delivered, [data])
         return data
 
-    def _keep(self, buf: bytearray, data: bytes) -> None:
-        room = self.keep - len(buf)
-        if room <= 0:
-            self.truncated = self.truncated or bool(data)
-            return
-        buf += data[:room]
-        if len(data) > room:
-            self.truncated = True
+    def _keep(self, buf: bytearray, pieces: list[bytes]) -> None:
+        """Append ``pieces`` to ``buf`` up to ``keep`` bytes in all (copying no more than that)."""
+        for data in pieces:
+            room = self.keep - len(buf)
+            if room <= 0:
+                self.truncated = self.truncated or bool(data)
+                continue
+            buf += data[:room] if len(data) > room else data
+            if len(data) > room:
+                self.truncated = True
 
     def whole(self, body: bytes) -> bytes:
         """Rewrite a complete body (offline replay) with the same code path as streaming."""
