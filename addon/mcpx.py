@@ -80,6 +80,11 @@ class MCPX:
                           "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
 
     def configure(self, updated: set[str]) -> None:
+        # mitmproxy does not check `choices` for values --set before the script loads: a typo such as
+        # mcpx_policy=stric must not silently run another policy
+        for name, allowed in (("mcpx_policy", ("strict", "lenient")), ("mcpx_audio", ("text", "embed"))):
+            if name in updated and getattr(ctx.options, name) not in allowed:
+                raise exceptions.OptionsError(f"{name} must be one of {', '.join(allowed)}, not {getattr(ctx.options, name)!r}")
         if "mcpx_policy" in updated:
             self.rewriter.policy = ctx.options.mcpx_policy
         if "mcpx_audio" in updated:
@@ -282,8 +287,11 @@ class MCPX:
         first = changes[0]
         where = f"{first.direction} {first.method or ''} id={first.jsonrpc_id}" if first.jsonrpc_id is not None else f"{first.direction} {first.method or ''}"
         level = logging.WARNING if any(c.action == "passthrough" for c in changes) else logging.INFO
-        logger.log(level, f"mcpx: {where.strip()} {first.from_rev}->{first.to_rev}: {summary_line(changes, None)}"
-                          f" ({', '.join(sorted({c.rule for c in changes}))})")
+        by_action: dict[str, set[str]] = {}
+        for c in changes:
+            by_action.setdefault(c.action, set()).add(c.rule)
+        rules = "; ".join(f"{a}: {', '.join(sorted(r))}" for a, r in by_action.items())
+        logger.log(level, f"mcpx: {where.strip()} {first.from_rev}->{first.to_rev}: {summary_line(changes, None)} ({rules})")
         for c in changes:
             logger.debug(f"mcpx:   {c.line()}")
 

@@ -45,7 +45,9 @@ def _post(url: str, headers: dict[str, str], body: bytes, timeout: float) -> Rep
 
 async def post(url: str, headers: dict[str, str], body: bytes, timeout: float = 300.0) -> Reply:
     """POST ``body`` to ``url`` with ``headers`` (hop-by-hop ones removed)."""
-    clean = {k: v for k, v in headers.items() if k.lower() not in _HOP}
+    # header names are case-insensitive: "Content-Type" from the client and a default "content-type"
+    # would reach the server as two headers (Express then answers 415)
+    clean = {k.lower(): v for k, v in headers.items() if k.lower() not in _HOP}
     clean.setdefault("content-type", "application/json")
     clean.setdefault("accept", "application/json, text/event-stream")
     return await asyncio.to_thread(_post, url, clean, body, timeout)

@@ -88,9 +88,9 @@ def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
             del value["outputSchema"]
     for key in ("inputSchema", "outputSchema"):
         sch = value.get(key)
-        sub = props.get(key) or {}
-        if not isinstance(sch, dict) or walk.policy != "strict":
-            continue
+        sub = props.get(key)
+        if not isinstance(sch, dict) or walk.policy != "strict" or sub is None:
+            continue  # (a schema the receiver does not define is dropped whole by the walk)
         if "$schema" in sch and "$schema" not in (sub.get("properties") or {}):
             walk.log(f"{ptr}/{key}/$schema", "keep", "TOOL-inputSchema-$schema", sch["$schema"])
         if key == "inputSchema" and walk.fires("TOOL-inputSchema-open"):
