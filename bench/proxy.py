@@ -1,0 +1,273 @@
+"""Proxy overhead and streaming, through the real ``mitmdump`` on loopback.
+
+Processes (all on 127.0.0.1, all ended at the end by their own handles):
+
+- two :mod:`server` instances on PyPI ``mcp==2.3.0``: one answering ``tools/call`` with
+  ``application/json``, one with ``text/event-stream``;
+- in front of each: bare ``mitmdump --mode reverse:...`` (no script) and
+  ``mitmdump -s addon/mcpx.py --mode reverse:...``, default options otherwise; for the streaming
+  figures also a bare ``mitmdump --set stream_large_bodies=1`` (bare mitmproxy buffers a response
+  unless told to stream it; mcpx streams every SSE response itself).
+
+Throughput: the same bounded load (``calls`` ``tools/call`` at ``concurrency`` sessions) through
+each proxy, rounds interleaved (bare, mcpx, mcpx, bare, ...), median over the rounds of requests/s,
+p50 and p99 latency, and the proxy process's CPU time per call (user + system, from /proc: less
+sensitive than latency to other load on the machine). Streaming: time to first SSE event (median of sequential calls, interleaved)
+and the mitmdump process's resident memory sampled every 10 ms during 1,000- and 10,000-event streams.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from load import BenchError, Client, result_of, run_load  # noqa: E402
+
+SERVER_PYTHON = ROOT / "tests" / "peers" / ".venvs" / "mcp-2.3.0" / "bin" / "python"
+ADDON = ROOT / "addon" / "mcpx.py"
+
+
+def mitmdump_bin() -> str:
+    cand = pathlib.Path(sys.executable).with_name("mitmdump")
+    return str(cand) if cand.exists() else "mitmdump"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proc:
+    """A child process listening on ``port`` (waited for), stopped with :meth:`stop`."""
+
+    def __init__(self, name: str, argv: list[str], port: int, env: dict | None = None):
+        self.name, self.port = name, port
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(ROOT),
+                                     env=env or os.environ.copy(), start_new_session=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError(f"{name} exited: {self.proc.stderr.read().decode()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise BenchError(f"{name} did not listen on {port}")
+
+    def cpu(self) -> float:
+        """CPU time (user + system, seconds) the process has used so far (Linux /proc)."""
+        fields = pathlib.Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss(self) -> int:
+        """Resident set size in bytes (Linux /proc)."""
+        for line in pathlib.Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_server(transport: str) -> Proc:
+    if not SERVER_PYTHON.exists():
+        raise BenchError(f"{SERVER_PYTHON} is missing: run scripts/setup.sh (it installs the mcp 2.3.0 peer)")
+    port = free_port()
+    return Proc(f"server-{transport}", [str(SERVER_PYTHON), str(HERE / "server.py"), str(port), transport], port,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONUNBUFFERED": "1"})
+
+
+def start_proxy(name: str, upstream: Proc, mcpx: bool, stream: bool = False) -> Proc:
+    port = free_port()
+    argv = [mitmdump_bin(), "--mode", f"reverse:http://127.0.0.1:{upstream.port}", "--listen-host", "127.0.0.1",
+            "-p", str(port)]
+    if mcpx:
+        argv += ["-s", str(ADDON)]
+    if stream:
+        argv += ["--set", "stream_large_bodies=1"]
+    return Proc(name, argv, port)
+
+
+def summary(lat: list[float], wall: float) -> dict:
+    lat = sorted(lat)
+    return {"rps": len(lat) / wall, "p50": statistics.median(lat), "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))]}
+
+
+def _check_text(size: int):
+    def check(rep) -> None:
+        msg = result_of(rep)
+        content = msg["result"]["content"]
+        if len(content) != 1 or len(content[0]["text"]) != size:
+            raise BenchError(f"unexpected result through the proxy: {str(msg)[:200]}")
+    return check
+
+
+class Bench:
+    """The processes of one benchmark run; ``with Bench() as b: ...`` stops them all at the end."""
+
+    def __init__(self, log=print):
+        self.log = log
+        self.procs: list[Proc] = []
+
+    def __enter__(self) -> "Bench":
+        try:
+            self.servers = {t: self._add(start_server(t)) for t in ("json", "sse")}
+            self.proxies = {}
+            for t, srv in self.servers.items():
+                self.proxies[("bare", t)] = self._add(start_proxy(f"bare-{t}", srv, mcpx=False))
+                self.proxies[("mcpx", t)] = self._add(start_proxy(f"mcpx-{t}", srv, mcpx=True))
+            self.proxies[("bare stream", "sse")] = self._add(start_proxy("bare-sse-stream", self.servers["sse"], mcpx=False, stream=True))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _add(self, p: Proc) -> Proc:
+        self.procs.append(p)
+        return p
+
+    def __exit__(self, *exc) -> None:
+        for p in reversed(self.procs):
+            p.stop()
+
+    # -- throughput -----------------------------------------------------------------------------
+    def throughput(self, rounds: int, plan: dict[str, tuple[int, int]], concurrency: int = 8) -> list[dict]:
+        """``plan``: size label -> (result characters, calls per run). One row per size, transport, proxy."""
+        rows = []
+        for label, (size, calls) in plan.items():
+            for transport in ("json", "sse"):
+                targets = {"direct": self.servers[transport], "bare": self.proxies[("bare", transport)],
+                           "mcpx": self.proxies[("mcpx", transport)]}
+                if transport == "sse":  # mcpx streams SSE; bare mitmdump buffers it unless told to stream
+                    targets["bare stream"] = self.proxies[("bare stream", "sse")]
+                runs: dict[str, list[dict]] = {name: [] for name in targets}
+                # warm-up: one short run each (imports, schema models, connection pools)
+                for name, p in targets.items():
+                    asyncio.run(run_load(p.port, f"127.0.0.1:{self.servers[transport].port}", min(calls, 50),
+                                         concurrency, "text", {"size": size}, _check_text(size)))
+                for r in range(rounds):
+                    order = list(targets) if r % 2 == 0 else list(targets)[::-1]
+                    for name in order:
+                        p = targets[name]
+                        cpu0 = p.cpu()
+                        lat, wall = asyncio.run(run_load(p.port, f"127.0.0.1:{self.servers[transport].port}", calls,
+                                                         concurrency, "text", {"size": size}, _check_text(size)))
+                        runs[name].append({**summary(lat, wall), "cpu": (p.cpu() - cpu0) / calls})
+                med = {name: {k: statistics.median(x[k] for x in v) for k in ("rps", "p50", "p99", "cpu")} for name, v in runs.items()}
+                row = {"size": label, "transport": transport, "calls": calls, "concurrency": concurrency, "rounds": rounds,
+                       **{f"{n} {k}": med[n][k] for n in med for k in ("rps", "p50", "p99", "cpu")},
+                       "p50 ratio": med["mcpx"]["p50"] / med["bare"]["p50"],
+                       "p99 ratio": med["mcpx"]["p99"] / med["bare"]["p99"],
+                       "rps ratio": med["mcpx"]["rps"] / med["bare"]["rps"]}
+                rows.append(row)
+                self.log(f"  proxy {label:>4} {transport:4}: bare {med['bare']['rps']:6.0f} req/s p50 {med['bare']['p50']*1e3:6.2f} ms "
+                         f"p99 {med['bare']['p99']*1e3:6.2f} ms | mcpx {med['mcpx']['rps']:6.0f} req/s p50 {med['mcpx']['p50']*1e3:6.2f} ms "
+                         f"p99 {med['mcpx']['p99']*1e3:6.2f} ms | p50 {row['p50 ratio']:.2f}x, req/s {row['rps ratio']:.2f}x, "
+                         f"proxy CPU/call {med['bare']['cpu']*1e3:.2f} -> {med['mcpx']['cpu']*1e3:.2f} ms "
+                         f"(direct {med['direct']['rps']:.0f} req/s, p50 {med['direct']['p50']*1e3:.2f} ms)")
+        return rows
+
+    # -- streaming ------------------------------------------------------------------------------
+    def first_event(self, calls: int, pause_ms: int = 100) -> dict:
+        """Median time from sending a tools/call to holding its first complete SSE event."""
+        srv = self.servers["sse"]
+        targets = {"direct": srv, "bare stream": self.proxies[("bare stream", "sse")], "mcpx": self.proxies[("mcpx", "sse")],
+                   "bare buffered": self.proxies[("bare", "sse")]}
+
+        async def run() -> dict[str, list[float]]:
+            clients = {}
+            for name, p in targets.items():
+                c = Client(p.port, f"127.0.0.1:{srv.port}")
+                await c.connect()
+                await c.initialize()
+                clients[name] = c
+            out: dict[str, list[float]] = {name: [] for name in targets}
+            names = list(targets)
+            for i in range(calls + 2):
+                for name in (names if i % 2 == 0 else names[::-1]):
+                    t0 = time.perf_counter()
+                    rep = await clients[name].call("events", {"count": 1, "pause_ms": pause_ms})
+                    if rep.first_event is None:
+                        raise BenchError(f"{name}: no SSE event")
+                    if i >= 2:  # the first two calls warm up
+                        out[name].append(rep.first_event - t0)
+            for c in clients.values():
+                await c.close()
+            return out
+
+        times = asyncio.run(run())
+        med = {name: statistics.median(v) for name, v in times.items()}
+        row = {"calls": calls, "pause_ms": pause_ms, **{f"{n} ttfe": v for n, v in med.items()},
+               "delta": med["mcpx"] - med["bare stream"]}
+        self.log(f"  first event: direct {med['direct']*1e3:.2f} ms, bare streaming {med['bare stream']*1e3:.2f} ms, "
+                 f"mcpx {med['mcpx']*1e3:.2f} ms (+{row['delta']*1e3:.2f} ms); bare buffered {med['bare buffered']*1e3:.2f} ms")
+        return row
+
+    def stream_memory(self, counts=(1000, 10000, 20000), size: int = 100) -> list[dict]:
+        """Peak RSS of mcpx (and streaming bare) mitmdump while it forwards one long SSE stream.
+
+        A fresh process for each stream length (warmed up by one 200-event stream), so that what an
+        earlier stream left for the garbage collector does not count: the figure is the peak during
+        the stream minus the RSS just before it.
+        """
+        srv = self.servers["sse"]
+
+        async def one(px: Proc, count: int) -> tuple[int, int, float]:
+            c = Client(px.port, f"127.0.0.1:{srv.port}")
+            await c.connect()
+            await c.initialize()
+            before = px.rss()
+            peak = [before]
+            stop = threading.Event()
+
+            def sample():
+                while not stop.is_set():
+                    peak[0] = max(peak[0], px.rss())
+                    time.sleep(0.01)
+
+            th = threading.Thread(target=sample, daemon=True)
+            th.start()
+            t0 = time.perf_counter()
+            try:
+                rep = await c.call("events", {"count": count, "pause_ms": 0, "size": size})
+            finally:
+                stop.set()
+                th.join()
+                await c.close()
+            events = rep.body.count(b"notifications/message")
+            if events != count:
+                raise BenchError(f"{px.name}: {events} of {count} events arrived")
+            return before, peak[0], time.perf_counter() - t0
+
+        rows = []
+        for name, mcpx in (("mcpx", True), ("bare stream", False)):
+            for count in counts:
+                px = self._add(start_proxy(f"{name}-memory", srv, mcpx=mcpx, stream=not mcpx))
+                asyncio.run(one(px, 200))  # warm up
+                before, peak, secs = asyncio.run(one(px, count))
+                px.stop()
+                rows.append({"proxy": name, "events": count, "before": before, "peak": peak, "seconds": secs})
+                self.log(f"  stream memory {name:11} {count:6} events: RSS {before/1e6:.1f} MB before, peak {peak/1e6:.1f} MB "
+                         f"(+{(peak-before)/1e6:.1f} MB), {secs:.2f} s")
+        return rows
