@@ -30,19 +30,25 @@ class Proxy:
     """A running mitmdump; ``url`` is the MCP endpoint through it, ``changes()`` the JSONL records."""
 
     def __init__(self, upstream: str, workdir: pathlib.Path, path: str = "/mcp", script: bool = True,
-                 options: dict[str, Any] | None = None, save: bool = True):
+                 options: dict[str, Any] | None = None, save: bool = True, scripts: tuple[str, ...] = ()):
+        """``options`` may override the defaults below (e.g. termlog_verbosity); ``scripts`` are
+        further addon scripts loaded after mcpx."""
         self.port = free_port()
         self.workdir = workdir
         self.log_path = workdir / f"changes-{self.port}.jsonl"
         self.flows_path = workdir / f"flows-{self.port}.mitm"
         self.out_path = workdir / f"mitmdump-{self.port}.log"
-        argv = [mitmdump_bin(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port),
-                "--set", "connection_strategy=lazy", "--set", "termlog_verbosity=info", "--set", "flow_detail=0"]
+        argv = [mitmdump_bin(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port)]
+        opts: dict[str, Any] = {"connection_strategy": "lazy", "termlog_verbosity": "info", "flow_detail": 0}
         if script:
-            argv += ["-s", str(ADDON), "--set", f"mcpx_log={self.log_path}"]
+            argv += ["-s", str(ADDON)]
+            opts["mcpx_log"] = self.log_path
+        for extra in scripts:
+            argv += ["-s", str(extra)]
         if save:
             argv += ["-w", str(self.flows_path)]
-        for k, v in (options or {}).items():
+        opts.update(options or {})
+        for k, v in opts.items():
             argv += ["--set", f"{k}={v}"]
         self._out = open(self.out_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(ROOT),

@@ -342,6 +342,10 @@ class Rewriter:
     def sse_event(self, exch: Exchange, ev: Event) -> bytes:
         """The bytes to deliver for one SSE event."""
         from_rev, to_rev = exch.revisions
+        if ev.oversize:
+            if ev.oversize == 1:
+                self.passthrough(exch, "s2c", "SSE event larger than mcpx_max_body: forwarded untouched as it streams")
+            return ev.raw
         if ev.decode_error:
             self.passthrough(exch, "s2c", "SSE event data is not valid UTF-8")
             return ev.raw
@@ -392,11 +396,12 @@ class SSERewriter:
     ``delivered`` keep up to ``keep`` bytes of each side for inspection.
     """
 
-    def __init__(self, rewriter: Rewriter, exch: Exchange, decoder: Callable[[bytes], bytes] | None = None, keep: int = 4 << 20):
+    def __init__(self, rewriter: Rewriter, exch: Exchange, decoder: Callable[[bytes], bytes] | None = None, keep: int = 4 << 20,
+                 max_event: int | None = None):
         self.rewriter = rewriter
         self.exch = exch
         self.decoder = decoder
-        self.parser = SSEParser()
+        self.parser = SSEParser(max_event)  # events above max_event (mcpx_max_body) pass unbuffered
         self.finished = False
         self.keep = keep
         self.original = bytearray()
@@ -412,7 +417,14 @@ class SSERewriter:
             return self._out(events, rest, b"")
         raw = chunk
         if self.decoder is not None:
-            chunk = self.decoder(chunk)
+            try:
+                chunk = self.decoder(chunk)
+            except Exception as e:  # not the encoding it claims: never crash the connection
+                self.rewriter.passthrough(self.exch, "s2c", f"content-encoding: body does not decode ({type(e).__name__}: {e}); "
+                                                            "the rest of the stream is forwarded as received")
+                self.finished = True
+                events, rest = self.parser.close()
+                return self._out(events, rest, b"") + raw
         return self._out(self.parser.feed(chunk), b"", raw)
 
     def _out(self, events: list[Event], rest: bytes, raw: bytes) -> bytes:
