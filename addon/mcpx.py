@@ -60,6 +60,8 @@ class MCPX:
         self.streams: dict[str, SSERewriter] = {}
         #: sessions the client ended (HTTP DELETE), newest last, still listed by mcpx.sessions / mcpx.report
         self.closed: deque[Session] = deque(maxlen=CLOSED_KEPT)
+        self._stream_limit: str | None = None  # the stream_large_bodies value mcpx set, if it did
+        self._expiry: asyncio.Task | None = None
 
     # -- options ------------------------------------------------------------------------------
     def load(self, loader) -> None:
@@ -111,8 +113,35 @@ class MCPX:
         for name in ("mcpx_max_body", "mcpx_max_sessions", "mcpx_session_ttl", "mcpx_keep_original"):
             if name in updated and getattr(ctx.options, name) < 0:
                 raise exceptions.OptionsError(f"{name} must not be negative")
+        if {"mcpx_max_body", "stream_large_bodies"} & updated and hasattr(ctx.options, "stream_large_bodies"):
+            # Bodies above mcpx_max_body are not parsed: mitmproxy streams them (also those without
+            # Content-Length, once that many bytes came), so none is held whole in memory; unless
+            # the user set stream_large_bodies.
+            ours = str(ctx.options.mcpx_max_body)
+            if ctx.options.stream_large_bodies in (None, "", self._stream_limit) and ctx.options.stream_large_bodies != ours:
+                self._stream_limit = ours
+                ctx.options.update(stream_large_bodies=ours)
+
+    def running(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (tests driving the hooks directly)
+            return
+        if self._expiry is None or self._expiry.done():
+            self._expiry = loop.create_task(self._expire_sessions())
+
+    async def _expire_sessions(self) -> None:
+        """Forget idle sessions (mcpx_session_ttl) while no new ones arrive, too."""
+        while True:
+            await asyncio.sleep(max(0.5, min(self.store.ttl / 2, 60)))
+            n = self.store.expire()
+            if n:
+                logger.info(f"mcpx: {n} idle session keys expired, {len(list(self.store))} sessions remain")
 
     def done(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         if self.log_file:
             self.log_file.close()
 
@@ -127,8 +156,15 @@ class MCPX:
             if sid and self.store.get(sid):
                 exch.is_mcp = True
             return
+        req = flow.request
+        if (req.is_http2 or req.is_http3) and req.raw_content and "content-length" not in req.headers \
+                and "transfer-encoding" not in req.headers:
+            # HTTP/2 frames a body without Content-Length; mitmproxy forwards it to an HTTP/1.1
+            # server without one, and the server cannot find the body's end (the MCP POST is lost)
+            req.headers["content-length"] = str(len(req.raw_content))
         body = flow.request.raw_content if flow.request.method == "POST" else None
-        if body and len(body) > ctx.options.mcpx_max_body:
+        too_big = (len(body) if body else 0) > ctx.options.mcpx_max_body or (req.method == "POST" and req.stream is True)
+        if too_big:
             body = None
         if flow.request.method == "POST" and body is not None and flow.request.headers.get("content-encoding"):
             body = self._decoded(flow.request)
@@ -138,6 +174,11 @@ class MCPX:
         except Exception as e:  # never lose a message
             self.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
             new = None
+        if too_big and (exch.is_mcp or _ctype(req) == "application/json"):
+            exch.is_mcp = True
+            n = len(req.raw_content) if req.raw_content is not None else req.headers.get("content-length")
+            size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
+            self.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
         self._headers(flow, exch)
         if exch.split is not None:
             if flow.live:
@@ -169,6 +210,10 @@ class MCPX:
         exch = self.exchanges.get(flow.id)
         if exch is None or not exch.is_mcp or flow.response is None:
             return
+        if exch.initialize is not None:
+            # key the session by its id now: a server may keep the initialize SSE stream open while
+            # the client already sends its next requests with that id
+            self.rewriter.session_minted(exch, flow.response.headers.get(SESSION_HEADER))
         if not flow.live:  # offline replay: nothing streams, the response hook rewrites the whole
             return  # (decoded) body and keeps its Content-Encoding
         if _ctype(flow.response) != "text/event-stream":
@@ -191,7 +236,7 @@ class MCPX:
             del flow.response.headers["content-length"]
             if flow.response.http_version == "HTTP/1.1":
                 flow.response.headers["transfer-encoding"] = "chunked"
-        stream = SSERewriter(self.rewriter, exch, decoder, keep=ctx.options.mcpx_keep_original)
+        stream = SSERewriter(self.rewriter, exch, decoder, keep=ctx.options.mcpx_keep_original, max_event=ctx.options.mcpx_max_body)
         self.streams[flow.id] = stream
         flow.response.stream = stream.chunks
 
@@ -228,6 +273,9 @@ class MCPX:
                 resp.content = bytes(stream.delivered)
             return
         if resp.stream is True:
+            if not any(c.action == "passthrough" and c.direction == "s2c" for c in exch.changes):
+                self.rewriter.passthrough(exch, "s2c", "body larger than stream_large_bodies (mcpx_max_body unless set): "
+                                                       "streamed through untouched")
             return
         if resp.raw_content is None:
             return

@@ -92,7 +92,7 @@ def _summ(v: Any, depth: int) -> str:
     if isinstance(v, dict):
         if depth <= 0:
             return f"{{…{len(v)} keys}}"
-        items = [f"{k}: {_summ(x, depth - 1)}" for k, x in list(v.items())[:8]]
+        items = [f"{k if len(k) <= MAX_STR else _summ(k, 0)}: {_summ(x, depth - 1)}" for k, x in list(v.items())[:8]]
         if len(v) > 8:
             items.append(f"…+{len(v) - 8}")
         return "{" + ", ".join(items) + "}"

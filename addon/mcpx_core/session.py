@@ -117,7 +117,12 @@ class SessionStore:
         self._sessions[key] = session
 
     def drop(self, key: str) -> None:
-        self._sessions.pop(key, None)
+        """Forget the session under ``key`` and under every further key bound to it (an ended
+        session must not be found again through its client's connection or host)."""
+        s = self._sessions.pop(key, None)
+        if s is not None:
+            for k in [k for k, v in self._sessions.items() if v is s]:
+                del self._sessions[k]
 
     def expire(self, now: float | None = None) -> int:
         """Forget sessions unused for ``ttl`` seconds and the oldest beyond ``max_sessions``."""
