@@ -359,10 +359,13 @@ class Rewriter:
                 return ev.with_data([])
             return ev.raw
         try:
-            value = orjson.loads(ev.data)
-        except orjson.JSONDecodeError as e:
-            self.passthrough(exch, "s2c", f"SSE event data is not valid JSON: {e}")
-            return ev.raw
+            value = orjson.loads(ev.data_bytes())  # the UTF-8 bytes: no re-encoding of a large str
+        except orjson.JSONDecodeError:
+            try:
+                value = orjson.loads(ev.data)  # the same text: for the error as the str reports it
+            except orjson.JSONDecodeError as e:
+                self.passthrough(exch, "s2c", f"SSE event data is not valid JSON: {e}")
+                return ev.raw
         batch = isinstance(value, list)
         messages = value if batch else [value]
         out, changed = [], False

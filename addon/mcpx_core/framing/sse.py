@@ -71,6 +71,23 @@ class Event:
             out.append(b"".join(buf) + nl)
         return b"".join(out)
 
+    def data_bytes(self) -> bytes | None:
+        """The data buffer as the bytes that were decoded into ``data`` (None: no data field).
+
+        For parsers that take UTF-8 bytes: ``orjson.loads`` of a non-ASCII ``str`` must first
+        encode it again, which costs more than the parse of a large event.
+        """
+        if self.data is None:
+            return None
+        parts = []
+        for line, _ in self.lines:
+            if line[:1] == b":":
+                continue
+            name, sep, value = line.partition(b":")
+            if name == b"data":
+                parts.append(value[1:] if sep and value[:1] == b" " else value)
+        return b"\n".join(parts) if parts else self.data.encode("utf-8")
+
 
 class SSEParser:
     """Incremental SSE parser: ``feed(chunk) -> [Event]``, ``close() -> (events, tail)``."""
