@@ -47,6 +47,17 @@ def _ctype(message: http.Message) -> str:
     return message.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
+def _header_map(message: http.Message) -> dict[str, str]:
+    """Lower-case name -> value of ``message``'s headers as ``headers.get`` gives them (repeated
+    fields joined by ", "), read in one pass: each ``headers.get`` scans and decodes every field."""
+    out: dict[str, str] = {}
+    for k, v in message.headers.fields:
+        name = k.lower().decode("utf-8", "surrogateescape")
+        value = v.decode("utf-8", "surrogateescape")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
 class MCPX:
     """The addon: options, small hook methods, commands (modelled on mitmproxy/addons/*.py)."""
 
@@ -62,6 +73,9 @@ class MCPX:
         self.closed: deque[Session] = deque(maxlen=CLOSED_KEPT)
         self._stream_limit: str | None = None  # the stream_large_bodies value mcpx set, if it did
         self._expiry: asyncio.Task | None = None
+        # mcpx_max_body and mcpx_keep_original, read on every flow (ctx.options copies each value)
+        self.max_body = 64 << 20
+        self.keep_original = 1 << 20
 
     # -- options ------------------------------------------------------------------------------
     def load(self, loader) -> None:
@@ -113,6 +127,10 @@ class MCPX:
         for name in ("mcpx_max_body", "mcpx_max_sessions", "mcpx_session_ttl", "mcpx_keep_original"):
             if name in updated and getattr(ctx.options, name) < 0:
                 raise exceptions.OptionsError(f"{name} must not be negative")
+        if "mcpx_max_body" in updated:
+            self.max_body = ctx.options.mcpx_max_body
+        if "mcpx_keep_original" in updated:
+            self.keep_original = ctx.options.mcpx_keep_original
         if {"mcpx_max_body", "stream_large_bodies"} & updated and hasattr(ctx.options, "stream_large_bodies"):
             # Bodies above mcpx_max_body are not parsed: mitmproxy streams them (also those without
             # Content-Length, once that many bytes came), so none is held whole in memory; unless
@@ -163,14 +181,14 @@ class MCPX:
             # server without one, and the server cannot find the body's end (the MCP POST is lost)
             req.headers["content-length"] = str(len(req.raw_content))
         body = flow.request.raw_content if flow.request.method == "POST" else None
-        too_big = (len(body) if body else 0) > ctx.options.mcpx_max_body or (req.method == "POST" and req.stream is True)
+        too_big = (len(body) if body else 0) > self.max_body or (req.method == "POST" and req.stream is True)
         if too_big:
             body = None
-        if flow.request.method == "POST" and body is not None and flow.request.headers.get("content-encoding"):
+        hv = _header_map(req)
+        if flow.request.method == "POST" and body is not None and hv.get("content-encoding"):
             body = self._decoded(flow.request)
         try:
-            new = self.rewriter.request(exch, body, flow.request.headers.get(SESSION_HEADER),
-                                        flow.request.headers.get(VERSION_HEADER))
+            new = self.rewriter.request(exch, body, hv.get(SESSION_HEADER), hv.get(VERSION_HEADER))
         except Exception as e:  # never lose a message
             self.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
             new = None
@@ -216,14 +234,15 @@ class MCPX:
             self.rewriter.session_minted(exch, flow.response.headers.get(SESSION_HEADER))
         if not flow.live:  # offline replay: nothing streams, the response hook rewrites the whole
             return  # (decoded) body and keeps its Content-Encoding
-        if _ctype(flow.response) != "text/event-stream":
-            size = flow.response.headers.get("content-length")
-            if size and size.isdigit() and int(size) > ctx.options.mcpx_max_body:
+        hv = _header_map(flow.response)
+        if hv.get("content-type", "").split(";", 1)[0].strip().lower() != "text/event-stream":
+            size = hv.get("content-length")
+            if size and size.isdigit() and int(size) > self.max_body:
                 flow.response.stream = True
                 self.rewriter.passthrough(exch, "s2c", f"body of {size} bytes exceeds mcpx_max_body: streamed through untouched")
             return
         decoder = None
-        enc = flow.response.headers.get("content-encoding", "").strip()
+        enc = hv.get("content-encoding", "").strip()
         if enc and enc.lower() != "identity":
             try:
                 decoder = stream_decoder(enc)
@@ -280,7 +299,7 @@ class MCPX:
         if resp.raw_content is None:
             return
         body = resp.get_content(strict=False) or b""
-        if len(body) > ctx.options.mcpx_max_body:
+        if len(body) > self.max_body:
             self.rewriter.passthrough(exch, "s2c", f"body of {len(body)} bytes exceeds mcpx_max_body: passed through untouched")
             return
         if _ctype(resp) == "text/event-stream":
@@ -318,7 +337,7 @@ class MCPX:
             return None
 
     def _keep_original(self, flow: http.HTTPFlow, side: str, body: bytes) -> None:
-        limit = ctx.options.mcpx_keep_original
+        limit = self.keep_original
         if not limit:
             return
         meta = flow.metadata.setdefault("mcpx", {})
