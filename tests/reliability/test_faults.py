@@ -50,6 +50,12 @@ def px(fs, tmp_path_factory):
     yield proxy
     proxy.stop()
     assert_no_crash(proxy.output())
+    # flows that ended in an error (cut upstream, client gone) went through mcpx's error hook:
+    # saved with -w, they carry mcpx's annotations like any other MCP flow
+    failed = [f for f in proxy.flows() if f.error is not None]
+    assert len(failed) >= 3, [f.request.path for f in failed]
+    for f in failed:
+        assert f.metadata["mcpx"]["messages"][0]["method"] == "tools/call", f.metadata
 
 
 def assert_no_crash(out: str) -> None:
