@@ -95,3 +95,18 @@ class Proxy:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class LoopbackServer:
+    """A stdlib HTTP server on a free 127.0.0.1 port in a thread (for tests that control timing or faults)."""
+
+    def __init__(self, handler):
+        import http.server
+        import threading
+        self.port = free_port()
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -123,6 +123,17 @@ class Rewriter:
         self._emit(exch, [Change(pointer=pointer, action="passthrough", rule=ids.PASSTHROUGH, detail=reason)],
                    direction, None, None, from_rev, to_rev)
 
+    def _parse(self, exch: Exchange, body: bytes | None, direction: str) -> json_body.Parsed | None:
+        """Frame a JSON body; None (and, for MCP traffic, a passthrough record) when it cannot be."""
+        if not body:
+            return None
+        try:
+            return json_body.parse(body)
+        except json_body.Unparseable as e:
+            if exch.is_mcp:
+                self.passthrough(exch, direction, e.reason)
+            return None
+
     # -- requests (client -> server) --------------------------------------------------------
     def request(self, exch: Exchange, body: bytes | None, session_id: str | None, version_header: str | None) -> bytes | None:
         """Handle a client POST body. Returns new body bytes, or None to forward it unchanged.
@@ -138,13 +149,8 @@ class Rewriter:
                 break
         if session_id or version_header:
             exch.is_mcp = True
-        if not body:
-            return None
-        try:
-            parsed = json_body.parse(body)
-        except json_body.Unparseable as e:
-            if exch.is_mcp:
-                self.passthrough(exch, "c2s", e.reason)
+        parsed = self._parse(exch, body, "c2s")
+        if parsed is None:
             return None
         if not any(classify(m) for m in parsed.messages):
             if exch.is_mcp:
@@ -303,13 +309,8 @@ class Rewriter:
     # -- responses (server -> client) -------------------------------------------------------
     def response_json(self, exch: Exchange, body: bytes) -> bytes | None:
         """Rewrite an application/json response body; None means forward it unchanged."""
-        if not body:
-            return None
-        try:
-            parsed = json_body.parse(body)
-        except json_body.Unparseable as e:
-            if exch.is_mcp:
-                self.passthrough(exch, "s2c", e.reason)
+        parsed = self._parse(exch, body, "s2c")
+        if parsed is None:
             return None
         if not exch.is_mcp and not any(classify(m) for m in parsed.messages):
             return None

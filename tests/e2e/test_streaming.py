@@ -9,13 +9,12 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
-import threading
 import time
 
 import orjson
 import pytest
 
-from proxy_lib import Proxy, free_port
+from proxy_lib import LoopbackServer, Proxy
 
 PAUSE = 2.0
 
@@ -62,12 +61,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def timing_server():
-    port = free_port()
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield port
-    srv.shutdown()
+    srv = LoopbackServer(Handler)
+    yield srv.port
+    srv.stop()
 
 
 def test_first_event_arrives_before_second_is_sent(timing_server, tmp_path):
