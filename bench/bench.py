@@ -1,15 +1,15 @@
 """mcpx benchmark: one command, ratios measured in the same run (issue 7).
 
-    .venv/bin/python bench/bench.py            # full run, about 10 minutes on 2 cores
+    .venv/bin/python bench/bench.py            # full run, about 5 minutes on 2 cores
     .venv/bin/python bench/bench.py --quick    # about 2 minutes: fewer rounds and calls
-    .venv/bin/python bench/bench.py --markdown bench/RESULTS.md   # also write the tables there
+    .venv/bin/python bench/bench.py --markdown tables.md   # also write the tables to a file
 
 Parts (see core.py and proxy.py for how each figure is taken):
 
 1. rewrite core vs the JSON floor (orjson.loads; orjson.loads + orjson.dumps), 2 KB..10 MB;
 2. proxy overhead: bare ``mitmdump`` vs ``mitmdump -s addon/mcpx.py`` in front of a real
    mcp 2.3.0 server, same bounded load, JSON and SSE responses, 2 KB and 1 MB results;
-3. streaming: time to first SSE event, and proxy memory over 1,000- and 10,000-event streams;
+3. streaming: time to first SSE event, and proxy memory over 1,000- to 20,000-event streams;
 4. memory: peak RSS the rewrite of a 50 MB result adds.
 
 Loopback only; every process it starts is stopped before it exits. Not a test: the figures depend
