@@ -314,17 +314,7 @@ class Rewriter:
             return None
         if not exch.is_mcp and not any(classify(m) for m in parsed.messages):
             return None
-        from_rev, to_rev = exch.revisions
-        out, changed = [], False
-        for m in parsed.messages:
-            res = self._one(exch, m, "s2c", from_rev, to_rev)
-            from_rev, to_rev = exch.revisions
-            if res is None:
-                out.append(m)
-            else:
-                changed = True
-                if res.message is not None:
-                    out.append(res.message)
+        out, changed = self._s2c_messages(exch, parsed.messages)
         if exch.late_answers and parsed.batch:
             out.extend(exch.late_answers)
             changed = True
@@ -336,6 +326,21 @@ class Rewriter:
         if parsed.batch:
             return json_body.dumps(out)
         return json_body.dumps(out[0]) if out else b""
+
+    def _s2c_messages(self, exch: Exchange, messages: list) -> tuple[list, bool]:
+        """Downgrade each server message of one body or event: (what to deliver, whether anything changed)."""
+        from_rev, to_rev = exch.revisions
+        out, changed = [], False
+        for m in messages:
+            res = self._one(exch, m, "s2c", from_rev, to_rev)
+            from_rev, to_rev = exch.revisions  # an initialize result sets them for what follows
+            if res is None:
+                out.append(m)
+            else:
+                changed = True
+                if res.message is not None:
+                    out.append(res.message)
+        return out, changed
 
     def sse(self, exch: Exchange) -> "SSERewriter":
         return SSERewriter(self, exch)
@@ -369,16 +374,8 @@ class Rewriter:
                 return ev.raw
         batch = isinstance(value, list)
         messages = value if batch else [value]
-        out, changed = [], False
-        for m in messages:
-            res = self._one(exch, m, "s2c", from_rev, to_rev)
-            from_rev, to_rev = exch.revisions
-            if res is None:
-                out.append(m)
-            else:
-                changed = True
-                if res.message is not None:
-                    out.append(res.message)
+        out, changed = self._s2c_messages(exch, messages)
+        from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
         if (changed or batch) and not json_body.exact(out, ev.data):
             self.passthrough(exch, "s2c", f"SSE event {json_body.INEXACT}")
             return ev.raw
