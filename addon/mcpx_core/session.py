@@ -24,7 +24,9 @@ from typing import Any
 from . import revisions
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-MAX_PENDING = 4096
+#: outstanding request ids remembered per session (oldest forgotten first): a session whose answers
+#: never come costs at most this many entries (~150 bytes each)
+MAX_PENDING = 1024
 
 
 @dataclass

@@ -63,3 +63,12 @@ def test_proxy_post_sends_each_header_once():
     names = seen[0]
     assert names.count("content-type") == 1 and names.count("accept") == 1 and names.count("host") == 1
     assert "mcp-session-id" in names
+
+
+def test_outstanding_request_ids_are_bounded_per_session():
+    from mcpx_core.session import MAX_PENDING, Session
+    s = Session("k")
+    for i in range(MAX_PENDING + 10):
+        s.remember("c2s", i, "tools/call")
+    assert len(s.pending) == MAX_PENDING == 1024
+    assert s.answer("c2s", 0) is None and s.answer("c2s", MAX_PENDING + 9) == "tools/call"
