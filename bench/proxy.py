@@ -30,23 +30,12 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
 from load import BenchError, Client, result_of, run_load  # noqa: E402
+from proxy_lib import ADDON, free_port, mitmdump_bin  # noqa: E402  (the same helpers the tests use)
 
 SERVER_PYTHON = ROOT / "tests" / "peers" / ".venvs" / "mcp-2.3.0" / "bin" / "python"
-ADDON = ROOT / "addon" / "mcpx.py"
-
-
-def mitmdump_bin() -> str:
-    cand = pathlib.Path(sys.executable).with_name("mitmdump")
-    return str(cand) if cand.exists() else "mitmdump"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Proc:

@@ -110,3 +110,49 @@ class LoopbackServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+import http.server as _http_server  # noqa: E402
+
+
+class ScriptedMcpHandler(_http_server.BaseHTTPRequestHandler):
+    """Base of the small scripted upstreams that control timing: answers ``initialize`` with
+    ``SERVER_INFO`` and session ``SESSION`` (echoing the client's revision unless ``REVISION`` is
+    set), and hands every other POST body to :meth:`answer`, which streams with :meth:`start_sse`
+    and :meth:`chunk` (HTTP/1.1 chunked; ``chunk(b"")`` ends the body)."""
+
+    protocol_version = "HTTP/1.1"
+    SERVER_INFO: dict = {"name": "scripted", "version": "1"}
+    SESSION = "scripted-1"
+    REVISION: str | None = None
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        body = orjson.loads(self.rfile.read(int(self.headers["content-length"])))
+        if body.get("method") != "initialize":
+            self.answer(body)
+            return
+        out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+            "protocolVersion": self.REVISION or body["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": self.SERVER_INFO}})
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("mcp-session-id", self.SESSION)
+        self.send_header("content-length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def answer(self, body: dict) -> None:
+        raise NotImplementedError
+
+    def start_sse(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+
+    def chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()

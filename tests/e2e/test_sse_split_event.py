@@ -8,50 +8,31 @@ the client would see the response end before the event. The upstream here is a s
 from __future__ import annotations
 
 import http.client
-import http.server
 import json
 import time
 
 import orjson
 import pytest
 
-from proxy_lib import LoopbackServer, Proxy
+from proxy_lib import LoopbackServer, Proxy, ScriptedMcpHandler
 
 TEXT = "x" * 300_000
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(ScriptedMcpHandler):
+    SERVER_INFO = {"name": "split", "version": "1"}
+    SESSION = "split-1"
+    REVISION = "2025-03-26"
 
-    def log_message(self, *a):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        if body.get("method") == "initialize":
-            out = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
-                "protocolVersion": "2025-03-26", "capabilities": {"tools": {}},
-                "serverInfo": {"name": "split", "version": "1"}}}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("mcp-session-id", "split-1")
-            self.send_header("content-length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-            return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
+    def answer(self, body):
+        self.start_sse()
         res = {"jsonrpc": "2.0", "id": body["id"], "result": {"content": [{"type": "text", "text": TEXT}]}}
         event = b"event: message\r\ndata: " + orjson.dumps(res) + b"\r\n\r\n"
         cuts = [0, 1000, len(event) // 2, len(event)]
         for a, b in zip(cuts, cuts[1:]):
-            piece = event[a:b]
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            self.wfile.flush()
+            self.chunk(event[a:b])
             time.sleep(0.2)
-        self.wfile.write(b"0\r\n\r\n")
+        self.chunk(b"")
 
 
 @pytest.fixture

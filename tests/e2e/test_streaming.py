@@ -7,56 +7,33 @@ notification and a result mcpx must rewrite for a 2024-11-05 client, a 2 s pause
 from __future__ import annotations
 
 import http.client
-import http.server
 import json
 import time
 
 import orjson
 import pytest
 
-from proxy_lib import LoopbackServer, Proxy
+from proxy_lib import LoopbackServer, Proxy, ScriptedMcpHandler
 
 PAUSE = 2.0
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(ScriptedMcpHandler):
+    SERVER_INFO = {"name": "timing", "version": "1", "title": "Timing server"}
+    SESSION = "timing-1"
     sent_second_at: list[float] = []
 
-    def log_message(self, *a):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        if body.get("method") == "initialize":
-            out = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
-                "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                "serverInfo": {"name": "timing", "version": "1", "title": "Timing server"}}}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("mcp-session-id", "timing-1")
-            self.send_header("content-length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-            return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-
-        def chunk(data: bytes):
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
-
+    def answer(self, body):
+        self.start_sse()
         note = {"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": 1, "progress": 1, "total": 2, "message": "half way"}}
-        chunk(b"id: 1\ndata: " + json.dumps(note).encode() + b"\n\n")
+        self.chunk(b"id: 1\ndata: " + json.dumps(note).encode() + b"\n\n")
         time.sleep(PAUSE)
         Handler.sent_second_at.append(time.monotonic())
         res = {"jsonrpc": "2.0", "id": body["id"], "result": {"content": [
             {"type": "resource_link", "uri": "file:///x", "name": "x"}]}}
-        chunk(b"id: 2\ndata: " + json.dumps(res).encode() + b"\n\n")
-        chunk(b"")
+        self.chunk(b"id: 2\ndata: " + json.dumps(res).encode() + b"\n\n")
+        self.chunk(b"")
 
 
 @pytest.fixture

@@ -34,6 +34,8 @@ from typing import Any
 
 import brotli
 
+import pytest
+
 try:
     from compression import zstd
 except ImportError:
@@ -350,3 +352,10 @@ class FaultServer:
                 self.sent.append((f"encoded-{enc}-sse", 200, {}, plain))
             return
         self._send(h, f"encoded-{enc}", 200, data, {"content-type": ctype, "content-encoding": enc})
+
+
+@pytest.fixture(scope="module")
+def fs():
+    """A fault-injecting loopback server, one per test module (import it into the module)."""
+    with FaultServer() as srv:
+        yield srv

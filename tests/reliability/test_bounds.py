@@ -14,19 +14,13 @@ import time
 import orjson
 import pytest
 
-from fault_server import LINK, FaultServer
+from fault_server import LINK, fs  # noqa: F401 (fixture)
 from rel_lib import LONG, Client, count, figure, figures, probe, probed_proxy, rss_kib  # noqa: F401
 from test_faults import LINK_2024, assert_no_crash, call
 
 MiB = 1 << 20
 BIG = (300 if LONG else 100) * 1000 * 1000  # "a 100 MB result"
 MAX_BODY = 8 * MiB
-
-
-@pytest.fixture(scope="module")
-def fs():
-    with FaultServer() as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")

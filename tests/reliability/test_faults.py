@@ -24,7 +24,7 @@ import orjson
 import pytest
 
 import peers_lib as pl
-from fault_server import LINK, FaultServer
+from fault_server import LINK, fs  # noqa: F401 (fixture)
 from rel_lib import Client, count, figures, messages_of, probe, probed_proxy, sse_events  # noqa: F401
 
 try:
@@ -36,12 +36,6 @@ except ImportError:
 LINK_2024 = {"type": "resource", "resource": {"uri": "file:///report.txt", "mimeType": "text/plain",
                                               "text": "Resource link (content not embedded): file:///report.txt\nname: report\nmimeType: text/plain"}}
 PROGRESS_2024 = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1, "total": 2}}
-
-
-@pytest.fixture(scope="module")
-def fs():
-    with FaultServer() as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")
