@@ -47,15 +47,23 @@ def _ctype(message: http.Message) -> str:
     return message.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-def _header_map(message: http.Message) -> dict[str, str]:
-    """Lower-case name -> value of ``message``'s headers as ``headers.get`` gives them (repeated
-    fields joined by ", "), read in one pass: each ``headers.get`` scans and decodes every field."""
-    out: dict[str, str] = {}
+def _header_map(message: http.Message) -> tuple[dict[str, str], dict[str, str]]:
+    """(lower-case name -> value, name as sent -> value) of ``message``'s headers, values as
+    ``headers.get`` gives them (repeated fields joined by ", "), read in one pass: each
+    ``headers.get`` scans and decodes every field."""
+    lower: dict[str, str] = {}
+    named: dict[str, str] = {}
     for k, v in message.headers.fields:
-        name = k.lower().decode("utf-8", "surrogateescape")
+        name = k.decode("utf-8", "surrogateescape")
         value = v.decode("utf-8", "surrogateescape")
-        out[name] = f"{out[name]}, {value}" if name in out else value
-    return out
+        low = name.lower()
+        if low in lower:
+            lower[low] = f"{lower[low]}, {value}"
+            first = next(n for n in named if n.lower() == low)
+            named[first] = lower[low]
+        else:
+            lower[low] = named[name] = value
+    return lower, named
 
 
 class MCPX:
@@ -169,35 +177,36 @@ class MCPX:
             # read from a file mcpx wrote (mitmweb -r): already rewritten; keep bodies and records as they are
             return
         exch = self._exchange(flow)
-        if flow.request.method == "DELETE":
-            sid = flow.request.headers.get(SESSION_HEADER)
+        req = flow.request
+        method = req.method
+        hv, names = _header_map(req)
+        if method == "DELETE":
+            sid = hv.get(SESSION_HEADER)
             if sid and self.store.get(sid):
                 exch.is_mcp = True
             return
-        req = flow.request
-        if (req.is_http2 or req.is_http3) and req.raw_content and "content-length" not in req.headers \
-                and "transfer-encoding" not in req.headers:
+        if (req.is_http2 or req.is_http3) and req.raw_content and "content-length" not in hv \
+                and "transfer-encoding" not in hv:
             # HTTP/2 frames a body without Content-Length; mitmproxy forwards it to an HTTP/1.1
             # server without one, and the server cannot find the body's end (the MCP POST is lost)
             req.headers["content-length"] = str(len(req.raw_content))
-        body = flow.request.raw_content if flow.request.method == "POST" else None
-        too_big = (len(body) if body else 0) > self.max_body or (req.method == "POST" and req.stream is True)
+        body = req.raw_content if method == "POST" else None
+        too_big = (len(body) if body else 0) > self.max_body or (method == "POST" and req.stream is True)
         if too_big:
             body = None
-        hv = _header_map(req)
-        if flow.request.method == "POST" and body is not None and hv.get("content-encoding"):
-            body = self._decoded(flow.request)
+        if method == "POST" and body is not None and hv.get("content-encoding"):
+            body = self._decoded(req)
         try:
             new = self.rewriter.request(exch, body, hv.get(SESSION_HEADER), hv.get(VERSION_HEADER))
         except Exception as e:  # never lose a message
             self.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
             new = None
-        if too_big and (exch.is_mcp or _ctype(req) == "application/json"):
+        if too_big and (exch.is_mcp or hv.get("content-type", "").split(";", 1)[0].strip().lower() == "application/json"):
             exch.is_mcp = True
-            n = len(req.raw_content) if req.raw_content is not None else req.headers.get("content-length")
+            n = len(req.raw_content) if req.raw_content is not None else hv.get("content-length")
             size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
             self.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
-        self._headers(flow, exch)
+        self._headers(flow, exch, names)
         if exch.split is not None:
             if flow.live:
                 await self._send_split(flow, exch)
@@ -212,11 +221,11 @@ class MCPX:
             flow.request.content = new
         self._annotate(flow, exch)
 
-    def _headers(self, flow: http.HTTPFlow, exch: Exchange) -> None:
+    def _headers(self, flow: http.HTTPFlow, exch: Exchange, names: dict[str, str]) -> None:
         s = exch.session
         if s is None or exch.initialize is not None:
             return
-        sets, removes, changes = request_headers(flow.request.headers, s.pinned_rev or s.client_rev, s.server_rev)
+        sets, removes, changes = request_headers(names, s.pinned_rev or s.client_rev, s.server_rev)
         for name in removes:
             del flow.request.headers[name]
         for name, value in sets.items():
@@ -234,7 +243,7 @@ class MCPX:
             self.rewriter.session_minted(exch, flow.response.headers.get(SESSION_HEADER))
         if not flow.live:  # offline replay: nothing streams, the response hook rewrites the whole
             return  # (decoded) body and keeps its Content-Encoding
-        hv = _header_map(flow.response)
+        hv, _ = _header_map(flow.response)
         if hv.get("content-type", "").split(";", 1)[0].strip().lower() != "text/event-stream":
             size = hv.get("content-length")
             if size and size.isdigit() and int(size) > self.max_body:
@@ -251,11 +260,11 @@ class MCPX:
                 flow.response.stream = True
                 return
             del flow.response.headers["content-encoding"]
-        if "content-length" in flow.response.headers:
+        if "content-length" in hv:
             del flow.response.headers["content-length"]
             if flow.response.http_version == "HTTP/1.1":
                 flow.response.headers["transfer-encoding"] = "chunked"
-        stream = SSERewriter(self.rewriter, exch, decoder, keep=ctx.options.mcpx_keep_original, max_event=ctx.options.mcpx_max_body)
+        stream = SSERewriter(self.rewriter, exch, decoder, keep=self.keep_original, max_event=self.max_body)
         self.streams[flow.id] = stream
         flow.response.stream = stream.chunks
 
@@ -359,8 +368,9 @@ class MCPX:
             by_action.setdefault(c.action, set()).add(c.rule)
         rules = "; ".join(f"{a}: {', '.join(sorted(r))}" for a, r in by_action.items())
         logger.log(level, f"mcpx: {where.strip()} {first.from_rev}->{first.to_rev}: {summary_line(changes, None)} ({rules})")
-        for c in changes:
-            logger.debug(f"mcpx:   {c.line()}")
+        if logger.isEnabledFor(logging.DEBUG):
+            for c in changes:
+                logger.debug(f"mcpx:   {c.line()}")
 
     def _annotate(self, flow: http.HTTPFlow, exch: Exchange) -> None:
         if not exch.is_mcp:
@@ -371,7 +381,10 @@ class MCPX:
         meta["client_revision"], meta["server_revision"] = (s.pinned_rev or s.client_rev, s.server_rev) if s else (None, None)
         meta["client_info"], meta["server_info"] = (s.client_info, s.server_info) if s else (None, None)
         meta["messages"] = exch.messages
-        meta["changes"] = [c.model_dump() for c in exch.changes]
+        kept = meta.get("changes")
+        if not isinstance(kept, list) or len(kept) > len(exch.changes):
+            kept = meta["changes"] = []
+        kept.extend(c.as_dict() for c in exch.changes[len(kept):])  # records are only appended
         if exch.messages_omitted or exch.changes_omitted:  # a long stream: the rest are only in the change log
             meta["messages_omitted"], meta["changes_omitted"] = exch.messages_omitted, exch.changes_omitted
         if exch.replies:

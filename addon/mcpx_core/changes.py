@@ -19,15 +19,18 @@ Record shape (JSON Lines, one object per line)::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import TypeAdapter
 
 Action = Literal[
     "drop",  # field or array element removed
@@ -42,10 +45,14 @@ Action = Literal[
 MAX_STR = 80
 
 
-class Change(BaseModel):
-    """One dropped or rewritten value (or one error passthrough). Units: ``time`` in Unix seconds."""
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One dropped or rewritten value (or one error passthrough). Units: ``time`` in Unix seconds.
 
-    model_config = ConfigDict(frozen=True)
+    A plain frozen dataclass, so that the hot path (several records per rewritten message) costs
+    no validation; :data:`RECORD` (a pydantic ``TypeAdapter``) validates records read back from
+    ``flow.metadata`` or a log file, and its JSON Schema is the log line's schema.
+    """
 
     pointer: str
     action: Action
@@ -62,8 +69,15 @@ class Change(BaseModel):
     from_rev: str | None = None
     to_rev: str | None = None
 
-    def stamped(self, **ctx: Any) -> "Change":
-        return self.model_copy(update=ctx)
+    def stamped(self, time: float, flow: str | None, session: str | None, direction: str | None,
+                jsonrpc_id: int | str | None, method: str | None, from_rev: str | None, to_rev: str | None) -> "Change":
+        """This record with its context (what :meth:`Rewriter._emit` knows) filled in."""
+        return Change(self.pointer, self.action, self.rule, self.before, self.after, self.detail,  # type: ignore[arg-type]
+                      time, flow, session, direction, jsonrpc_id, method, from_rev, to_rev)  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict, fields in declaration order (the log line's keys)."""
+        return {f: getattr(self, f) for f in FIELDS}
 
     def key(self) -> tuple[str, str, str]:
         """(pointer, action, rule): what tests compare exactly."""
@@ -72,6 +86,13 @@ class Change(BaseModel):
     def line(self) -> str:
         arrow = f" {self.before} -> {self.after}" if self.after is not None else (f" {self.before}" if self.before else "")
         return f"{self.action:<12} {self.pointer or '/'}  [{self.rule}]{arrow}"
+
+
+#: the record's field names, in order
+FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Change))
+#: validates a record dict (e.g. from flow.metadata) into a :class:`Change`: ``RECORD.validate_python(d)``;
+#: raises pydantic.ValidationError
+RECORD: TypeAdapter[Change] = TypeAdapter(Change)
 
 
 def summarize(value: Any, depth: int = 2) -> str:
@@ -84,25 +105,31 @@ def summarize(value: Any, depth: int = 2) -> str:
 
 
 def _summ(v: Any, depth: int) -> str:
-    if isinstance(v, str):
+    t = type(v)
+    if t is str:
         if len(v) > MAX_STR:
             h = hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:12]
             return f"<str len={len(v)} sha256={h}>"
         return orjson.dumps(v).decode()
-    if isinstance(v, dict):
+    if t is dict:
         if depth <= 0:
             return f"{{…{len(v)} keys}}"
-        items = [f"{k if len(k) <= MAX_STR else _summ(k, 0)}: {_summ(x, depth - 1)}" for k, x in list(v.items())[:8]]
+        items = [f"{k if len(k) <= MAX_STR else _summ(k, 0)}: {_summ(x, depth - 1)}"
+                 for k, x in (v.items() if len(v) <= 8 else islice(v.items(), 8))]
         if len(v) > 8:
             items.append(f"…+{len(v) - 8}")
         return "{" + ", ".join(items) + "}"
-    if isinstance(v, list):
+    if t is list:
         if depth <= 0:
             return f"[…{len(v)} items]"
         items = [_summ(x, depth - 1) for x in v[:5]]
         if len(v) > 5:
             items.append(f"…+{len(v) - 5}")
         return "[" + ", ".join(items) + "]"
+    if isinstance(v, str):
+        return _summ(str(v), depth)
+    if isinstance(v, (dict, list)):
+        return _summ(dict(v) if isinstance(v, dict) else list(v), depth)
     try:
         return orjson.dumps(v).decode()
     except TypeError:
@@ -138,7 +165,7 @@ class ChangeLog:
     def write(self, changes: Iterable[Change]) -> None:
         if self._fh is None:
             return
-        data = b"".join(orjson.dumps(c.model_dump()) + b"\n" for c in changes)
+        data = b"".join(orjson.dumps(c) + b"\n" for c in changes)  # orjson writes dataclasses in field order
         if data:
             with self._lock:
                 self._fh.write(data)

@@ -50,7 +50,7 @@ from typing import Any
 import orjson
 from mitmproxy import contentviews, http
 
-from .changes import Change, summary_line
+from .changes import RECORD, summary_line
 from .downgrade import classify
 from .framing import json_body
 from .framing.sse import SSEParser
@@ -275,7 +275,7 @@ def _summary(records: list[dict]) -> str:
     changes = []
     for c in records:
         try:
-            changes.append(Change.model_validate(c))
+            changes.append(RECORD.validate_python(c))
         except Exception:
             continue
     to_rev = next((c.to_rev for c in changes if c.to_rev), None)

@@ -192,9 +192,9 @@ def _changed(a: http.Message | None, b: http.Message | None) -> bool:
 def _record(change: dict[str, Any]) -> dict[str, Any]:
     """A change record in the field order of mcpx_core.changes.Change (a -w/-r round trip of
     flow.metadata does not keep dict order), without the volatile fields."""
-    from mcpx_core.changes import Change
+    from mcpx_core.changes import FIELDS
 
-    order = [k for k in Change.model_fields if k not in VOLATILE]
+    order = [k for k in FIELDS if k not in VOLATILE]
     rest = sorted(k for k in change if k not in order and k not in VOLATILE)
     return {k: change[k] for k in order + rest if k in change}
 
