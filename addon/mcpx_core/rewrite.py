@@ -191,10 +191,11 @@ class Rewriter:
         server_rev = s.server_rev if s else None
         client_rev = (s.pinned_rev or s.client_rev) if s else None
         if parsed.batch and server_rev != "2025-03-26":
-            if not json_body.exact(parsed.messages, body):
+            split = [json_body.dumps_exact(m, body) for m in parsed.messages]
+            if None in split:
                 self.passthrough(exch, "c2s", f"batch {json_body.INEXACT}")
                 return None
-            exch.split = [json_body.dumps(m) for m in parsed.messages]
+            exch.split = split  # type: ignore[assignment]
             exch.batch_ids = [m.get("id") for m in parsed.messages if classify(m) == "request"]
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_REQUEST_RULE,
                                      before=f"batch of {len(parsed.messages)} messages",
@@ -221,14 +222,13 @@ class Rewriter:
             # nothing left for the server: mcpx answers the client itself (answer-locally / reject)
             exch.local_answer = (200, json_body.dumps(local if parsed.batch else local[0])) if local else (202, b"")
             return None
-        if not json_body.exact(out, body):
+        new = json_body.dumps_exact(out if parsed.batch else out[0], body)
+        if new is None:
             self.passthrough(exch, "c2s", json_body.INEXACT)
             return None
         if local:
             exch.late_answers = local  # errors for dropped members of a batch, appended to the batch answer
-        if parsed.batch:
-            return json_body.dumps(out)
-        return json_body.dumps(out[0])
+        return new
 
     # -- one message ------------------------------------------------------------------------
     def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None) -> Outcome | None:
@@ -320,12 +320,12 @@ class Rewriter:
             changed = True
         if not changed:
             return None
-        if not json_body.exact(out, body):
+        if not parsed.batch and not out:
+            return b""
+        new = json_body.dumps_exact(out if parsed.batch else out[0], body)
+        if new is None:
             self.passthrough(exch, "s2c", json_body.INEXACT)
-            return None
-        if parsed.batch:
-            return json_body.dumps(out)
-        return json_body.dumps(out[0]) if out else b""
+        return new
 
     def _s2c_messages(self, exch: Exchange, messages: list) -> tuple[list, bool]:
         """Downgrade each server message of one body or event: (what to deliver, whether anything changed)."""
@@ -352,12 +352,9 @@ class Rewriter:
             if ev.oversize == 1:
                 self.passthrough(exch, "s2c", "SSE event larger than mcpx_max_body: forwarded untouched as it streams")
             return ev.raw
-        if ev.decode_error:
-            self.passthrough(exch, "s2c", "SSE event data is not valid UTF-8")
+        if ev.payload is None:
             return ev.raw
-        if ev.data is None:
-            return ev.raw
-        if ev.data.strip() == "":
+        if ev.blank():
             if revisions.is_known(to_rev) and revisions.older(to_rev, "2025-11-25"):
                 self._emit(exch, [Change(pointer="", action="drop-message", rule=PRIMING_RULE, before=summ_event(ev),
                                          detail="empty-data (priming) event not forwarded to a client older than 2025-11-25")],
@@ -365,8 +362,11 @@ class Rewriter:
                 return ev.with_data([])
             return ev.raw
         try:
-            value = orjson.loads(ev.data_bytes())  # the UTF-8 bytes: no re-encoding of a large str
+            value = orjson.loads(ev.payload)  # UTF-8 bytes, checked by orjson: no str of a large event
         except orjson.JSONDecodeError:
+            if ev.decode_error:
+                self.passthrough(exch, "s2c", "SSE event data is not valid UTF-8")
+                return ev.raw
             try:
                 value = orjson.loads(ev.data)  # the same text: for the error as the str reports it
             except orjson.JSONDecodeError as e:
@@ -376,18 +376,20 @@ class Rewriter:
         messages = value if batch else [value]
         out, changed = self._s2c_messages(exch, messages)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
-        if (changed or batch) and not json_body.exact(out, ev.data):
+        split = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)
+        if not (changed or split):
+            return ev.raw
+        if batch and not split:
+            payloads = [json_body.dumps_exact(out, ev.payload)] if out else []
+        else:
+            payloads = [json_body.dumps_exact(m, ev.payload) for m in out]
+        if None in payloads:
             self.passthrough(exch, "s2c", f"SSE event {json_body.INEXACT}")
             return ev.raw
-        if batch and to_rev != "2025-03-26" and revisions.is_known(to_rev):
+        if split:
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_RESPONSE_RULE, before=f"batch of {len(messages)} messages",
                                      after=f"{len(out)} events")], "s2c", None, None, from_rev, to_rev)
-            return ev.with_data([json_body.dumps(m) for m in out])
-        if not changed:
-            return ev.raw
-        if batch:
-            return ev.with_data([json_body.dumps(out)] if out else [])
-        return ev.with_data([json_body.dumps(m) for m in out])
+        return ev.with_data(payloads)  # type: ignore[arg-type]
 
 
 class SSERewriter:
@@ -405,9 +407,23 @@ class SSERewriter:
         self.parser = SSEParser(max_event)  # events above max_event (mcpx_max_body) pass unbuffered
         self.finished = False
         self.keep = keep
-        self.original = bytearray()
-        self.delivered = bytearray()
-        self.truncated = False
+        self._original = _Kept(keep)
+        self._delivered = _Kept(keep)
+
+    @property
+    def original(self) -> bytes:
+        """The first ``keep`` bytes of the stream as received (decoded)."""
+        return self._original.value()
+
+    @property
+    def delivered(self) -> bytes:
+        """The first ``keep`` bytes of the stream as delivered."""
+        return self._delivered.value()
+
+    @property
+    def truncated(self) -> bool:
+        """Whether either side had more than ``keep`` bytes."""
+        return self._original.truncated or self._delivered.truncated
 
     def __call__(self, chunk: bytes) -> bytes:
         if self.finished:
@@ -439,20 +455,11 @@ class SSERewriter:
         if rest:
             parts.append(rest)
         data = b"".join(parts)
-        self._keep(self.original, [e.raw for e in events] + [rest])
-        self._keep(self.delivered, [data])
+        for ev in events:
+            self._original.add(ev.raw)
+        self._original.add(rest)
+        self._delivered.add(data)
         return data
-
-    def _keep(self, buf: bytearray, pieces: list[bytes]) -> None:
-        """Append ``pieces`` to ``buf`` up to ``keep`` bytes in all (copying no more than that)."""
-        for data in pieces:
-            room = self.keep - len(buf)
-            if room <= 0:
-                self.truncated = self.truncated or bool(data)
-                continue
-            buf += data[:room] if len(data) > room else data
-            if len(data) > room:
-                self.truncated = True
 
     def whole(self, body: bytes) -> bytes:
         """Rewrite a complete body (offline replay) with the same code path as streaming."""
@@ -464,6 +471,40 @@ class SSERewriter:
         terminator ``0\\r\\n\\r\\n`` and end the response before the event)."""
         out = self(chunk)
         return [out] if out else []
+
+
+class _Kept:
+    """The first ``limit`` bytes of a stream, kept as the pieces themselves (bytes are immutable:
+    holding them copies nothing) and joined on request; ``truncated`` once more came."""
+
+    __slots__ = ("limit", "size", "pieces", "truncated", "_joined")
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.size = 0
+        self.pieces: list[bytes] = []
+        self.truncated = False
+        self._joined: bytes | None = None
+
+    def add(self, data: bytes) -> None:
+        if not data:
+            return
+        room = self.limit - self.size
+        if room <= 0:
+            self.truncated = True
+            return
+        if len(data) > room:
+            data = data[:room]
+            self.truncated = True
+        self.pieces.append(data)
+        self.size += len(data)
+        self._joined = None
+
+    def value(self) -> bytes:
+        if self._joined is None:
+            self._joined = b"".join(self.pieces)
+            self.pieces = [self._joined]
+        return self._joined
 
 
 def summ_event(ev: Event) -> str:

@@ -22,24 +22,59 @@ BOM = b"\xef\xbb\xbf"
 _EOL = re.compile(rb"[\r\n]")
 
 
+_UNDECODED = object()
+
+
 @dataclass
 class Event:
     """One SSE event block.
 
-    ``raw``: its exact bytes; ``lines``: (line bytes without terminator, terminator) pairs, the
-    final blank line excluded; ``data``: the joined data buffer (str) or None when the block had no
-    data field; ``decode_error``: True when a data line was not valid UTF-8; ``oversize``: 0, or
-    for (a part of) an event larger than the parser's ``max_event``, 1 (first part) or 2 (the next).
+    ``raw``: its exact bytes; ``lines`` (from ``spans``): (line bytes without terminator,
+    terminator) pairs, the final blank line excluded; ``payload``: the joined data buffer as the bytes that arrived (not
+    yet decoded; None when the block had no data field); ``data``: the same decoded as UTF-8 (str,
+    decoded on first use; None without a data field or when not valid UTF-8: ``decode_error``);
+    ``oversize``: 0, or for (a part of) an event larger than the parser's ``max_event``, 1 (first
+    part) or 2 (the next).
+
+    The payload stays bytes because JSON parsers read UTF-8 bytes directly (and check them):
+    decoding a large event to ``str`` first costs more than parsing it.
     """
 
     raw: bytes
-    lines: list[tuple[bytes, bytes]] = field(default_factory=list)
-    data: str | None = None
+    #: (start, end, end of terminator) of each line in ``raw`` (a first-line BOM excluded), blank line excluded
+    spans: list[tuple[int, int, int]] = field(default_factory=list)
+    payload: bytes | None = None
     event_type: str | None = None
     last_id: str | None = None
-    decode_error: bool = False
     terminator: bytes = b"\n"
     oversize: int = 0
+    _text: object = field(default=_UNDECODED, repr=False, compare=False)
+
+    @property
+    def data(self) -> str | None:
+        if self._text is _UNDECODED:
+            try:
+                self._text = None if self.payload is None else self.payload.decode("utf-8")
+            except UnicodeDecodeError:
+                self._text = None
+        return self._text  # type: ignore[return-value]
+
+    @property
+    def lines(self) -> list[tuple[bytes, bytes]]:
+        raw = self.raw
+        return [(raw[a:b], raw[b:c]) for a, b, c in self.spans]
+
+    @property
+    def decode_error(self) -> bool:
+        """True when a data line was not valid UTF-8."""
+        return self.payload is not None and self.data is None
+
+    def blank(self) -> bool:
+        """Whether the data buffer is empty or whitespace only (``str.strip``), e.g. a priming event."""
+        p = self.payload
+        if p is None or p[:1] in (b"{", b"["):  # a JSON message: not blank, without decoding it
+            return False
+        return self.data is not None and self.data.strip() == ""
 
     def with_data(self, payloads: list[bytes]) -> bytes:
         """The event re-emitted with its data fields replaced by ``payloads``.
@@ -71,23 +106,6 @@ class Event:
             out.append(b"".join(buf) + nl)
         return b"".join(out)
 
-    def data_bytes(self) -> bytes | None:
-        """The data buffer as the bytes that were decoded into ``data`` (None: no data field).
-
-        For parsers that take UTF-8 bytes: ``orjson.loads`` of a non-ASCII ``str`` must first
-        encode it again, which costs more than the parse of a large event.
-        """
-        if self.data is None:
-            return None
-        parts = []
-        for line, _ in self.lines:
-            if line[:1] == b":":
-                continue
-            name, sep, value = line.partition(b":")
-            if name == b"data":
-                parts.append(value[1:] if sep and value[:1] == b" " else value)
-        return b"\n".join(parts) if parts else self.data.encode("utf-8")
-
 
 class SSEParser:
     """Incremental SSE parser: ``feed(chunk) -> [Event]``, ``close() -> (events, tail)``."""
@@ -95,7 +113,7 @@ class SSEParser:
     def __init__(self, max_event: int | None = None) -> None:
         self._buf = bytearray()
         self._event_start = 0  # offset in _buf where the current event's raw bytes begin
-        self._lines: list[tuple[bytes, bytes]] = []
+        self._lines: list[tuple[int, int, int]] = []  # spans of the current event's lines, from _event_start
         self._pos = 0  # scan offset
         self._clean = 0  # _buf[_pos:_clean] holds no CR or LF (not searched again)
         self._first = True
@@ -122,8 +140,11 @@ class SSEParser:
             chunk = chunk[end:]
             if not chunk:
                 return events
-        self._buf += chunk
-        events += self._scan(final=False)
+        if self._buf:
+            self._buf += chunk
+            events += self._scan(self._buf, final=False)
+        else:  # nothing pending: scan the chunk itself; only an unfinished event's bytes are copied
+            events += self._scan(chunk if type(chunk) is bytes else bytes(chunk), final=False)
         if self.max_event is not None and len(self._buf) > self.max_event:
             events.append(self._oversize())
         return events
@@ -171,7 +192,7 @@ class SSEParser:
 
     def close(self) -> tuple[list[Event], bytes]:
         """End of stream: events completed by the final bytes, then bytes of an unterminated event."""
-        events = self._scan(final=True)
+        events = self._scan(self._buf, final=True)
         tail = bytes(self._buf[self._event_start:])
         self._buf.clear()
         self._event_start = self._pos = self._clean = 0
@@ -180,11 +201,14 @@ class SSEParser:
         self._lines = []
         return events, tail
 
-    def _scan(self, final: bool) -> list[Event]:
-        buf = self._buf
+    def _scan(self, buf: bytes | bytearray, final: bool) -> list[Event]:
+        """Events completed in ``buf`` (``self._buf``, or a new chunk when nothing was pending);
+        what remains of ``buf`` is kept in ``self._buf``. Offsets are from ``buf``'s start."""
         events: list[Event] = []
         n = len(buf)
         pos = self._pos
+        ev_start = self._event_start
+        lines = self._lines
         while pos < n:
             start = max(pos, self._clean)
             lf = buf.find(b"\n", start)
@@ -198,42 +222,49 @@ class SSEParser:
             else:
                 self._clean = n  # an unfinished line: search only the bytes that come next
                 break
-            line = bytes(buf[pos:end])
-            term = bytes(buf[end:end + term_len])
+            line_start = pos
             pos = end + term_len
             if self._first:
                 self._first = False
-                if line.startswith(BOM):
-                    line = line[len(BOM):]
-            if line:
-                self._lines.append((line, term))
+                if buf.startswith(BOM, line_start, end):
+                    line_start += len(BOM)
+            if end > line_start:
+                lines.append((line_start - ev_start, end - ev_start, pos - ev_start))
                 continue
             # blank line: dispatch
-            raw = bytes(buf[self._event_start:pos])
+            raw = bytes(buf[ev_start:pos])  # no copy when buf is a chunk holding just this event
             if self.max_event is not None and len(raw) > self.max_event:
                 events.append(Event(raw=raw, oversize=1))
             else:
-                events.append(_make_event(raw, self._lines, term))
-            self._lines = []
-            self._event_start = pos
-        if self._event_start:
-            del buf[:self._event_start]
-            pos -= self._event_start
-            self._clean = max(0, self._clean - self._event_start)
-            self._event_start = 0
+                events.append(_make_event(raw, lines, bytes(buf[end:pos])))
+            lines = self._lines = []
+            ev_start = pos
+        if buf is self._buf:
+            if ev_start:
+                del buf[:ev_start]
+        else:
+            self._buf = bytearray(buf[ev_start:])
+        pos -= ev_start
+        self._clean = max(0, self._clean - ev_start)
+        self._event_start = 0
         self._pos = pos
         return events
 
 
-def _make_event(raw: bytes, lines: list[tuple[bytes, bytes]], term: bytes) -> Event:
+def _make_event(raw: bytes, spans: list[tuple[int, int, int]], term: bytes) -> Event:
     data_parts: list[bytes] = []
     has_data = False
     ev_type = None
     last_id = None
-    for line, _ in lines:
-        if line[:1] == b":":
+    for a, b, _ in spans:
+        if raw[a:a + 1] == b":":
             continue
-        name, sep, value = line.partition(b":")
+        if raw.startswith(b"data:", a, b):  # the common field, sliced once from raw
+            has_data = True
+            v = a + 5
+            data_parts.append(raw[v + 1:b] if raw[v:v + 1] == b" " else raw[v:b])
+            continue
+        name, sep, value = raw[a:b].partition(b":")
         if sep and value[:1] == b" ":
             value = value[1:]
         if name == b"data":
@@ -243,12 +274,6 @@ def _make_event(raw: bytes, lines: list[tuple[bytes, bytes]], term: bytes) -> Ev
             ev_type = value.decode("utf-8", "replace")
         elif name == b"id" and b"\x00" not in value:
             last_id = value.decode("utf-8", "replace")
-    data = None
-    decode_error = False
-    if has_data:
-        try:
-            data = b"\n".join(data_parts).decode("utf-8")
-        except UnicodeDecodeError:
-            decode_error = True
-    return Event(raw=raw, lines=list(lines), data=data, event_type=ev_type, last_id=last_id,
-                 decode_error=decode_error, terminator=term or b"\n")
+    payload = b"\n".join(data_parts) if has_data else None  # one data line: that slice itself
+    return Event(raw=raw, spans=spans, payload=payload, event_type=ev_type, last_id=last_id,
+                 terminator=term or b"\n")

@@ -1,0 +1,67 @@
+"""Framing and record details the fast paths of issue 7 rely on.
+
+- :func:`json_body.dumps_exact` skips the value walk when the output has no ``e+``: that is sound
+  only because orjson writes every float of magnitude >= 1e16 with an exponent ``e+``;
+- an SSE event keeps its data as the bytes that came, decoded only on demand;
+- :class:`Change` is a plain dataclass; :data:`RECORD` (pydantic) validates records read back.
+"""
+from __future__ import annotations
+
+import json
+
+import orjson
+import pydantic
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpx_core.changes import FIELDS, RECORD, Change, ChangeLog
+from mcpx_core.framing import json_body
+from mcpx_core.framing.sse import SSEParser
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1e16, allow_infinity=False, allow_nan=False) | st.floats(max_value=-1e16, allow_infinity=False, allow_nan=False))
+def test_large_floats_serialise_with_an_exponent(x):
+    assert b"e+" in orjson.dumps(x)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=2**64, max_value=2**200) | st.integers(max_value=-(2**63) - 1, min_value=-(2**200)))
+def test_dumps_exact_refuses_an_integer_orjson_reads_as_float(n):
+    source = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"n": n, "text": "x"}}).encode()
+    value = orjson.loads(source)
+    assert json_body.dumps_exact(value, source) is None
+    del value["result"]["n"]  # dropped by a rule: what remains is exact
+    assert json_body.dumps_exact(value, source) == b'{"jsonrpc":"2.0","id":1,"result":{"text":"x"}}'
+
+
+def test_dumps_exact_keeps_floats_and_texts_with_e_plus():
+    source = b'{"a":1e+300,"b":"C++ e+1","c":9223372036854775807,"d":18446744073709551615}'
+    value = orjson.loads(source)
+    assert json_body.dumps_exact(value, source) == b'{"a":1e+300,"b":"C++ e+1","c":9223372036854775807,"d":18446744073709551615}'
+
+
+def test_sse_event_payload_is_bytes_decoded_on_demand():
+    parser = SSEParser()
+    ok, bad = parser.feed(b'event: message\r\ndata: {"t":"caf\xc3\xa9"}\r\n\r\ndata: \xff\n\n')
+    assert parser.close() == ([], b"")
+    assert ok.payload == '{"t":"café"}'.encode() and ok.data == '{"t":"café"}' and not ok.decode_error
+    assert ok.lines == [(b"event: message", b"\r\n"), (b'data: {"t":"caf\xc3\xa9"}', b"\r\n")]
+    assert bad.payload == b"\xff" and bad.data is None and bad.decode_error and not bad.blank()
+    blank = SSEParser().feed(b"id: 1\ndata: \xc2\xa0 \n\n")[0]  # NO-BREAK SPACE: str.strip() removes it
+    assert blank.blank() and blank.last_id == "1"
+
+
+def test_change_record_validation_and_log_line(tmp_path):
+    c = Change(pointer="/result/x", action="drop", rule="SCHEMA-undefined", before="1")
+    s = c.stamped(time=1.5, flow="f", session="s", direction="s2c", jsonrpc_id=3, method="tools/call",
+                  from_rev="2025-06-18", to_rev="2025-03-26")
+    assert list(s.as_dict()) == list(FIELDS) and s.as_dict()["jsonrpc_id"] == 3 and c.time == 0.0
+    assert RECORD.validate_python(s.as_dict()) == s
+    with pytest.raises(pydantic.ValidationError):
+        RECORD.validate_python({**s.as_dict(), "action": "deleted"})
+    log = ChangeLog(str(tmp_path / "c.jsonl"))
+    log.write([s])
+    log.close()
+    assert orjson.loads((tmp_path / "c.jsonl").read_bytes()) == s.as_dict()
