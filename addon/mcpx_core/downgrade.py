@@ -85,6 +85,7 @@ class Walk:
         self.changes: list[Change] = []
         self.rules = ids.index()
         self.kind: str | None = None
+        self.leaf = _LEAF.setdefault(to_rev, {})
 
     # -- logging -------------------------------------------------------------------------
     def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *, raw: bool = False) -> None:
@@ -106,6 +107,11 @@ class Walk:
     # -- the walk ------------------------------------------------------------------------
     def named(self, value: Any, name: str, ptr: str) -> Any:
         """Walk ``value`` as the target's definition ``name``."""
+        leaf = self.leaf.get(name, _MISSING)
+        if leaf is _MISSING:
+            leaf = self.leaf[name] = _leaf_keys(self.model, name)
+        if leaf is not None and value.__class__ is dict and leaf.issuperset(value):
+            return value  # every key is one the walk has nothing to do for (see _leaf_keys)
         node = self.model.defs.get(name)
         if node is None:
             return value
@@ -137,8 +143,10 @@ class Walk:
         return value
 
     def obj(self, value: dict, schema: dict, props: dict, ptr: str, typ: str) -> dict:
-        extra = schema.get("additionalProperties")
         skip = _skips(props, typ)
+        if skip.issuperset(value):
+            return value  # the loop below would `continue` for every key
+        extra = schema.get("additionalProperties")
         for key in list(value):
             if key in skip:
                 continue  # open, {} or inert: nothing to do (see _skips)
@@ -201,8 +209,21 @@ class Walk:
                 del value[key]
 
     def array(self, value: list, items: dict, ptr: str, typ: str) -> list:
+        fast = self.leaf.get(id(items), _MISSING)  # type: ignore[call-overload]
+        if fast is _MISSING or (fast is not None and fast[0] is not items):
+            fast = self.leaf[id(items)] = _leaf_members(self, items)  # type: ignore[index]
+        table = fast[1] if fast is not None else None
         out = None
         for i, el in enumerate(value):
+            if table is not None and el.__class__ is dict:
+                try:
+                    leaf = table.get(el.get("type"))
+                except TypeError:  # an unhashable "type" value: the walk decides
+                    leaf = None
+                if leaf is not None and leaf.issuperset(el):
+                    if out is not None:
+                        out.append(el)
+                    continue  # a union member with nothing to do (what node() would find, in one lookup)
             new = self.node(el, items, f"{ptr}/{i}", typ)
             if new is DROP or new is not el:
                 if out is None:
@@ -341,6 +362,51 @@ def _inert(schema: dict) -> bool:
         _INERT.clear()
     _INERT[id(schema)] = (schema, inert)
     return inert
+
+
+_MISSING = object()
+#: revision -> definition name -> :func:`_leaf_keys` (None: no shortcut for that definition)
+_LEAF: dict[str, dict[str, frozenset | None]] = {}
+
+
+def _leaf_keys(model: revisions.SchemaModel, name: str) -> frozenset | None:
+    """For a definition the walk can enter through :meth:`Walk.named` with no hook and no union
+    (a plain object schema, e.g. TextContent, ToolAnnotations): the keys :meth:`Walk.obj` has
+    nothing to do for (:func:`_skips`). An object holding only such keys is returned as it is,
+    without the walk's calls; None for every other definition."""
+    node = model.defs.get(name)
+    if not isinstance(node, dict) or name in TYPE_HOOKS or "$ref" in node or "anyOf" in node or "allOf" in node:
+        return None
+    props = node.get("properties")
+    if not isinstance(props, dict):
+        return None
+    return _skips(props, name)
+
+
+def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict] | None:
+    """For array ``items`` that are a union discriminated by ``type`` (content blocks): (items,
+    {``type`` const: :func:`_leaf_keys` of that member}) for the members that have them, so an
+    element holding only such keys skips the walk; None for other items. The union's named rules
+    (:data:`UNION_PRE`) and array members rule the shortcut out."""
+    model = walk.model
+    schema = items
+    if "$ref" in schema:
+        schema = model.defs.get(model.ref_name(schema["$ref"])) or {}
+    members = schema.get("anyOf")
+    if not isinstance(members, list) or "$ref" in schema or "allOf" in schema:
+        return None
+    info = _union_info(model, members)
+    if UNION_PRE.get(info.family) is not None or info.array_member is not None:
+        return None
+    _, disc = info.objects(model)
+    if disc is None or disc.table is None:
+        return None
+    table = {}
+    for const, (_, _, ref) in disc.table.items():
+        leaf = _leaf_keys(model, ref) if ref is not None else None
+        if leaf is not None:
+            table[const] = leaf
+    return (items, table) if table else None
 
 
 _SKIPS: dict[tuple[int, str], tuple[dict, frozenset]] = {}

@@ -25,11 +25,25 @@ import orjson
 from ..downgrade import OPEN_FIELDS, Walk, type_hook
 
 
+def _starts(value) -> str:
+    """The characters a JSON text of ``value`` can begin with (no leading whitespace)."""
+    if isinstance(value, dict):
+        return "{"
+    if isinstance(value, list):
+        return "["
+    if isinstance(value, str):
+        return '"'
+    if isinstance(value, bool) or value is None:
+        return {True: "t", False: "f", None: "n"}[value]
+    return "-0123456789"
+
+
 def _carries_json(content: list, value) -> bool:
+    starts = _starts(value)
     for block in content:
         if isinstance(block, dict) and block.get("type") == "text":
             text = block.get("text")
-            if isinstance(text, str) and text[:1] in "{[\"0123456789-tfn" and text:
+            if isinstance(text, str) and text and text[0] in starts:
                 try:
                     if orjson.loads(text) == value:
                         return True

@@ -1,0 +1,89 @@
+"""The walk's shortcuts (issue 7) change no output and no record.
+
+:func:`downgrade._leaf_keys` lets :meth:`Walk.named` return an object whose keys need no work, and
+:func:`downgrade._leaf_members` lets :meth:`Walk.array` skip such union members (content blocks).
+Here every message type of every revision is drawn from its schema.json (plus the 2026-07-28
+examples and recorded flows' messages) and downgraded to every revision twice: with the shortcuts
+and with them switched off. The delivered message, the reply and every change record must be equal.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from mcpx_core import downgrade as dg
+from mcpx_core import revisions
+from mcpx_core.downgrade import classify, downgrade
+from examples_lib import example_messages
+from property_lib import applicable, message_types, messages
+
+EXAMPLES = int(os.environ.get("MCPX_PROPERTY_EXAMPLES", "8"))
+PAIRS = [(f, t) for i, f in enumerate(revisions.REVISIONS) for t in revisions.REVISIONS[: i + 1]]
+
+
+def _both(monkeypatch, t, msg, to, policy="strict"):
+    """(outcome with shortcuts, outcome without), each on its own copy of ``msg``."""
+    def run():
+        out = downgrade(copy.deepcopy(msg), classify(msg), t.method, t.revision, to, t.direction, policy, request_id=7)
+        return out.message, out.reply, [c.as_dict() for c in out.changes]
+
+    fast = run()
+    with monkeypatch.context() as m:
+        m.setattr(dg, "_leaf_keys", lambda model, name: None)
+        m.setattr(dg, "_leaf_members", lambda walk, items: None)
+        m.setattr(dg, "_LEAF", {})
+        slow = run()
+    return fast, slow
+
+
+@pytest.mark.parametrize("frm,to", PAIRS, ids=[f"{f}->{t}" for f, t in PAIRS])
+def test_shortcuts_change_nothing(frm, to, monkeypatch):
+    diffs, n = [], 0
+    for t in message_types(frm):
+        if not applicable(t, to):
+            continue
+
+        @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck), deadline=None, database=None,
+                  phases=[Phase.generate])
+        @given(messages(t))
+        def run(msg):
+            nonlocal n
+            n += 1
+            for policy in ("strict", "lenient"):
+                fast, slow = _both(monkeypatch, t, msg, to, policy)
+                if fast != slow:
+                    diffs.append((t.label, policy, json.dumps(msg)[:300]))
+
+        run()
+    assert n > 0 and diffs == []
+
+
+def test_shortcuts_on_examples_and_content_blocks(monkeypatch):
+    """The 2026-07-28 spec examples toward every revision, and a result whose blocks take both
+    paths (plain blocks skip the walk, one with a field the receiver lacks does not)."""
+    diffs = []
+    for name, t, msg in example_messages():
+        for to in revisions.REVISIONS:
+            if applicable(t, to):
+                fast, slow = _both(monkeypatch, t, msg, to)
+                if fast != slow:
+                    diffs.append((name, to))
+    assert diffs == []
+    t = next(t for t in message_types("2025-06-18") if t.kind == "result" and t.method == "tools/call")
+    msg = {"jsonrpc": "2.0", "id": 1, "result": {"content": [
+        {"type": "text", "text": "a"},
+        {"type": "text", "text": "b", "annotations": {"audience": ["user"], "lastModified": "2025-01-12T15:00:58Z"}},
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        {"type": "text", "text": "c", "extra": 1}]}}
+    fast, slow = _both(monkeypatch, t, msg, "2025-03-26")
+    assert fast == slow
+    assert fast[0]["result"]["content"] == [
+        {"type": "text", "text": "a"}, {"type": "text", "text": "b", "annotations": {"audience": ["user"]}},
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"}, {"type": "text", "text": "c"}]
+    assert [(c["pointer"], c["action"], c["rule"]) for c in fast[2]] == [
+        ("/result/content/1/annotations/lastModified", "drop", "ANN-lastModified"),
+        ("/result/content/3/extra", "drop", "SCHEMA-undefined")]
