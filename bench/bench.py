@@ -104,6 +104,16 @@ def tables(res: dict) -> str:
             out.append(f"| {r['size']} | {r['transport']} | {r['calls']} x {r['rounds']} | {r['direct rps']:.0f} | {r['bare rps']:.0f} | "
                        f"{r['mcpx rps']:.0f} | {r['rps ratio']:.2f}x | {ms(r['direct p50'])} | {ms(r['bare p50'])} | {ms(r['mcpx p50'])} | "
                        f"{r['p50 ratio']:.2f}x | {ms(r['bare p99'])} | {ms(r['mcpx p99'])} | {ms(r['bare cpu'])} | {ms(r['mcpx cpu'])} | {mark(ok)} |")
+        noop = [r for r in res["proxy"] if "noop rps" in r]
+        if noop:
+            out += ["", "The same JSON runs through `mitmdump -s bench/noop_addon.py`, an addon with mcpx's hook methods that does "
+                        "nothing: what mitmproxy charges for running any addon. mcpx against it is mcpx's own work:", "",
+                    "| result | noop addon req/s | mcpx req/s | ratio | noop addon p50 | mcpx p50 | ratio | proxy CPU/call bare | noop addon | mcpx | mcpx - noop |",
+                    "|---|---|---|---|---|---|---|---|---|---|---|"]
+            for r in noop:
+                out.append(f"| {r['size']} | {r['noop rps']:.0f} | {r['mcpx rps']:.0f} | {r['mcpx rps'] / r['noop rps']:.2f}x | "
+                           f"{ms(r['noop p50'])} | {ms(r['mcpx p50'])} | {r['mcpx p50'] / r['noop p50']:.2f}x | "
+                           f"{ms(r['bare cpu'])} | {ms(r['noop cpu'])} | {ms(r['mcpx cpu'])} | {(r['mcpx cpu'] - r['noop cpu']) * 1e3:+.2f} ms |")
         sse = [r for r in res["proxy"] if "bare stream rps" in r]
         if sse:
             out += ["", "mcpx streams every SSE response (event by event); bare mitmdump buffers it by default. The same SSE runs "
@@ -155,8 +165,8 @@ def main(argv=None) -> int:
         with proxy.Bench(log=log) as b:
             if "proxy" in parts:
                 log("2. proxy overhead")
-                plan = {"2KB": (2000, 300 if args.quick else 1000), "1MB": (1_000_000, 30 if args.quick else 100)}
-                res["proxy"] = b.throughput(rounds=2 if args.quick else 5, plan=plan)
+                plan = {"2KB": (2000, 200 if args.quick else 500), "1MB": (1_000_000, 20 if args.quick else 50)}
+                res["proxy"] = b.throughput(rounds=3 if args.quick else 9, plan=plan)
             if "stream" in parts:
                 log("3. streaming")
                 res["first_event"] = b.first_event(calls=10 if args.quick else 30)

@@ -9,6 +9,12 @@ Processes (all on 127.0.0.1, all ended at the end by their own handles):
   figures also a bare ``mitmdump --set stream_large_bodies=1`` (bare mitmproxy buffers a response
   unless told to stream it; mcpx streams every SSE response itself).
 
+For JSON responses also ``mitmdump -s bench/noop_addon.py`` (an addon with mcpx's hook methods
+that does nothing): mitmproxy's cost of running any addon, so that mcpx's own share shows.
+
+Placement: with two or more cores, each proxy runs pinned to the last core and the servers and the
+load client to the others (``sched_setaffinity``), the same for every proxy measured.
+
 Throughput: the same bounded load (``calls`` ``tools/call`` at ``concurrency`` sessions) through
 each proxy, rounds interleaved (bare, mcpx, mcpx, bare, ...), median over the rounds of requests/s,
 p50 and p99 latency, and the proxy process's CPU time per call (user + system, from /proc: less
@@ -41,10 +47,11 @@ SERVER_PYTHON = ROOT / "tests" / "peers" / ".venvs" / "mcp-2.3.0" / "bin" / "pyt
 class Proc:
     """A child process listening on ``port`` (waited for), stopped with :meth:`stop`."""
 
-    def __init__(self, name: str, argv: list[str], port: int, env: dict | None = None):
+    def __init__(self, name: str, argv: list[str], port: int, env: dict | None = None, cpus: set[int] | None = None):
         self.name, self.port = name, port
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None  # before exec: every thread inherits it
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(ROOT),
-                                     env=env or os.environ.copy(), start_new_session=True)
+                                     env=env or os.environ.copy(), start_new_session=True, preexec_fn=pin)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -84,18 +91,29 @@ def start_server(transport: str) -> Proc:
         raise BenchError(f"{SERVER_PYTHON} is missing: run scripts/setup.sh (it installs the mcp 2.3.0 peer)")
     port = free_port()
     return Proc(f"server-{transport}", [str(SERVER_PYTHON), str(HERE / "server.py"), str(port), transport], port,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONUNBUFFERED": "1"})
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONUNBUFFERED": "1"}, cpus=PEER_CPUS)
 
 
-def start_proxy(name: str, upstream: Proc, mcpx: bool, stream: bool = False) -> Proc:
+#: with two or more cores, every proxy measured runs alone on the last core, and the servers and
+#: the load client (this process, see :class:`Bench`) share the others: the proxy's latency and CPU
+#: time then depend far less on what the client and server happen to do at the same moment
+_CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+PROXY_CPUS = {_CPUS[-1]} if len(_CPUS) >= 2 else None
+PEER_CPUS = set(_CPUS[:-1]) if len(_CPUS) >= 2 else None
+
+
+NOOP_ADDON = HERE / "noop_addon.py"
+
+
+def start_proxy(name: str, upstream: Proc, mcpx: bool, stream: bool = False, script: pathlib.Path | None = None) -> Proc:
     port = free_port()
     argv = [mitmdump_bin(), "--mode", f"reverse:http://127.0.0.1:{upstream.port}", "--listen-host", "127.0.0.1",
             "-p", str(port)]
-    if mcpx:
-        argv += ["-s", str(ADDON)]
+    if mcpx or script:
+        argv += ["-s", str(script or ADDON)]
     if stream:
         argv += ["--set", "stream_large_bodies=1"]
-    return Proc(name, argv, port)
+    return Proc(name, argv, port, cpus=PROXY_CPUS)
 
 
 def summary(lat: list[float], wall: float) -> dict:
@@ -118,8 +136,12 @@ class Bench:
     def __init__(self, log=print):
         self.log = log
         self.procs: list[Proc] = []
+        self._affinity: set[int] | None = None
 
     def __enter__(self) -> "Bench":
+        self._affinity = os.sched_getaffinity(0) if PEER_CPUS else None
+        if PEER_CPUS:
+            os.sched_setaffinity(0, PEER_CPUS)  # the load client runs beside the servers, not on the proxy's core
         try:
             self.servers = {t: self._add(start_server(t)) for t in ("json", "sse")}
             self.proxies = {}
@@ -127,6 +149,7 @@ class Bench:
                 self.proxies[("bare", t)] = self._add(start_proxy(f"bare-{t}", srv, mcpx=False))
                 self.proxies[("mcpx", t)] = self._add(start_proxy(f"mcpx-{t}", srv, mcpx=True))
             self.proxies[("bare stream", "sse")] = self._add(start_proxy("bare-sse-stream", self.servers["sse"], mcpx=False, stream=True))
+            self.proxies[("noop", "json")] = self._add(start_proxy("noop-json", self.servers["json"], mcpx=False, script=NOOP_ADDON))
         except BaseException:
             self.__exit__()
             raise
@@ -139,6 +162,8 @@ class Bench:
     def __exit__(self, *exc) -> None:
         for p in reversed(self.procs):
             p.stop()
+        if self._affinity:
+            os.sched_setaffinity(0, self._affinity)
 
     # -- throughput -----------------------------------------------------------------------------
     def throughput(self, rounds: int, plan: dict[str, tuple[int, int]], concurrency: int = 8) -> list[dict]:
@@ -150,6 +175,8 @@ class Bench:
                            "mcpx": self.proxies[("mcpx", transport)]}
                 if transport == "sse":  # mcpx streams SSE; bare mitmdump buffers it unless told to stream
                     targets["bare stream"] = self.proxies[("bare stream", "sse")]
+                else:  # an addon that does nothing: what mitmproxy charges for running any addon
+                    targets["noop"] = self.proxies[("noop", "json")]
                 runs: dict[str, list[dict]] = {name: [] for name in targets}
                 # warm-up: one short run each (imports, schema models, connection pools)
                 for name, p in targets.items():
