@@ -56,8 +56,8 @@ class Target:
         self.method = METHOD[kind]
 
     def exchange(self) -> Exchange:
-        exch = Exchange(flow_id="bench", session=self.session, is_mcp=True)
-        exch.request_ids[1] = self.method
+        exch = Exchange(flow_id="bench", session=self.session, is_mcp=True, single_request_id=1)
+        exch.request_ids[1] = self.method  # what Rewriter.request records for a POST of one request
         return exch
 
     def json(self, body: bytes) -> tuple[bytes | None, Exchange]:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Literal
 
 from . import revisions
 from .changes import Change, summarize
+from .framing import json_body
 from .rules import ids
 
 Kind = Literal["request", "notification", "result", "error"]
@@ -86,14 +87,20 @@ class Walk:
         self.rules = ids.index()
         self.kind: str | None = None
         self.leaf = _LEAF.setdefault(to_rev, {})
+        #: a large body's array read one element at a time (see :func:`split_path`), or None
+        self.split: json_body.ArraySplit | None = None
 
     # -- logging -------------------------------------------------------------------------
     def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *, raw: bool = False) -> None:
-        self.changes.append(Change(
+        change = Change(
             pointer=pointer, action=action, rule=rule,
             before=None if before is None else (before if raw else summarize(before)),
             after=None if after is None else (after if raw else summarize(after)),
-            detail=detail))
+            detail=detail)
+        if self.split is not None and _SENTINEL_TEXT in f"{change.before}{change.after}":
+            # the record would show the split array's stand-in: parse the body whole, for the true summary
+            raise json_body.SplitFailed("a record summarises the split array")
+        self.changes.append(change)
 
     def fires(self, rule_id: str) -> bool:
         """Whether delta record ``rule_id`` fires for this receiver and direction."""
@@ -209,6 +216,8 @@ class Walk:
                 del value[key]
 
     def array(self, value: list, items: dict, ptr: str, typ: str) -> list:
+        if self.split is not None and value is self.split.sentinel:
+            return self.split_array(value, items, ptr, typ)
         fast = self.leaf.get(id(items), _MISSING)  # type: ignore[call-overload]
         if fast is _MISSING or (fast is not None and fast[0] is not items):
             fast = self.leaf[id(items)] = _leaf_members(self, items)  # type: ignore[index]
@@ -235,6 +244,29 @@ class Walk:
         if out is None:
             return value
         value[:] = out
+        return value
+
+    def split_array(self, value: list, items: dict, ptr: str, typ: str) -> list:
+        """:meth:`array` for the elements of :attr:`split`, parsed one at a time: the same walk of
+        each element, and what to deliver for it goes to ``split.out`` (its original bytes when
+        nothing changed it, else its serialisation; nothing when dropped). Raises
+        :class:`json_body.SplitFailed` (the caller parses the body whole and walks again)."""
+        split = self.split
+        assert split is not None
+        split.walked = True
+        out = split.out
+        for i, (el, raw) in enumerate(split.elements()):
+            before = len(self.changes)
+            new = self.node(el, items, f"{ptr}/{i}", typ)
+            if new is DROP:
+                continue
+            if new is el and all(c.action == "keep" for c in self.changes[before:]):
+                out.append(raw)
+                continue
+            data = json_body.dumps_exact(new, raw)
+            if data is None:
+                raise json_body.SplitFailed(json_body.INEXACT)
+            out.append(data)
         return value
 
     def union(self, value: Any, members: list[dict], ptr: str, typ: str) -> Any:
@@ -365,6 +397,7 @@ def _inert(schema: dict) -> bool:
 
 
 _MISSING = object()
+_SENTINEL_TEXT = json_body.SPLIT_SENTINEL.strip("\x00")
 #: revision -> definition name -> :func:`_leaf_keys` (None: no shortcut for that definition)
 _LEAF: dict[str, dict[str, frozenset | None]] = {}
 
@@ -549,6 +582,23 @@ def type_hook(*names: str):
     return deco
 
 
+def split_path(method: str | None, to_rev: str) -> tuple[str, str] | None:
+    """``("result", key)`` when a large result of ``method`` may be read an element at a time:
+    its target definition has exactly one array property (``key``: ``tools`` of ListToolsResult,
+    ``resources``, ``resourceTemplates``, ``prompts``...) and no type hook (a hook may look at the
+    whole array, e.g. CallToolResult's structuredContent rule reads ``content``). The message hooks
+    do not look into results' arrays. None otherwise."""
+    if not method or not revisions.is_known(to_rev):
+        return None
+    model = revisions.model(to_rev)
+    name = model.result_for(method)
+    if name == "Result" or name in TYPE_HOOKS:
+        return None
+    node = model.defs.get(name) or {}
+    arrays = [k for k, v in (node.get("properties") or {}).items() if isinstance(v, dict) and v.get("type") == "array"]
+    return ("result", arrays[0]) if len(arrays) == 1 and "anyOf" not in node and "allOf" not in node else None
+
+
 # -- message level --------------------------------------------------------------------------
 def classify(message: Any) -> Kind | None:
     """The JSON-RPC kind of a parsed message, or None when it is not a JSON-RPC 2.0 object."""
@@ -565,16 +615,19 @@ def classify(message: Any) -> Kind | None:
 
 def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_rev: str,
               direction: Direction, policy: Policy = "strict", options: dict | None = None,
-              request_id: Any = None) -> Outcome:
+              request_id: Any = None, split: json_body.ArraySplit | None = None) -> Outcome:
     """Rewrite ``message`` (mutated in place) so a ``to_rev`` receiver can parse it.
 
     ``method``: for requests/notifications their own method; for results and errors the method of
     the request they answer (None when unknown: the result is then walked as a bare ``Result``).
     ``request_id``: the id of the request the HTTP exchange carried, used to fill a missing error
-    id (RPC-error-id-optional). Raises nothing for data problems: unknown shapes are left alone.
+    id (RPC-error-id-optional). ``split``: ``message`` is the skeleton of a large body whose array
+    is read an element at a time (:func:`split_path`); may raise :class:`json_body.SplitFailed`.
+    Raises nothing else for data problems: unknown shapes are left alone.
     """
     walk = Walk(from_rev, to_rev, direction, policy, options)
     walk.kind = kind
+    walk.split = split
     model = walk.model
     try:
         for hook in MESSAGE_HOOKS:

@@ -22,7 +22,7 @@ import orjson
 
 from . import revisions
 from .changes import Change
-from .downgrade import Outcome, classify, downgrade
+from .downgrade import Outcome, classify, downgrade, split_path
 from .framing import json_body
 from .framing.sse import Event, SSEParser
 from .rules import ids
@@ -31,6 +31,9 @@ from .session import Session, SessionStore, revision_of_request
 PRIMING_RULE = "TR-sse-priming-polling"
 BATCH_RESPONSE_RULE = "RPC-batch-response"
 BATCH_REQUEST_RULE = "RPC-batch-request"
+#: bodies (or SSE event data) of at least this many bytes that answer a list request (tools/list...)
+#: are read an element at a time (json_body.split_array): memory for one element's objects, not the list's
+SPLIT_MIN = 16 << 20
 #: at most this many message entries and change records are kept per flow (``Exchange.messages``,
 #: ``Exchange.changes``), so a long SSE stream does not grow memory; the rest are counted
 FLOW_KEEP_MAX = 1000
@@ -231,8 +234,13 @@ class Rewriter:
         return new
 
     # -- one message ------------------------------------------------------------------------
-    def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None) -> Outcome | None:
-        """Downgrade one message. None: deliver it untouched (no change)."""
+    def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None,
+             split: json_body.ArraySplit | None = None) -> Outcome | None:
+        """Downgrade one message. None: deliver it untouched (no change).
+
+        ``split``: ``msg`` is the skeleton of a large body read an element at a time; when that
+        fails, ``msg`` becomes the whole parsed body (same object) and is walked again.
+        """
         kind = classify(msg)
         if kind is None:
             return None
@@ -258,8 +266,23 @@ class Rewriter:
         if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
             return None
         try:
-            out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
-                            request_id=exch.single_request_id)
+            try:
+                out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
+                                request_id=exch.single_request_id, split=split)
+            except json_body.SplitFailed:
+                if split is None:
+                    raise
+                whole = json_body.parse(split.body)  # the body as one value, as for any other body
+                if whole.batch or not isinstance(whole.messages[0], dict):
+                    raise json_body.Unparseable("body changed shape when parsed whole") from None
+                split.failed = True
+                msg.clear()
+                msg.update(whole.messages[0])
+                out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
+                                request_id=exch.single_request_id)
+        except json_body.Unparseable as e:  # the elements of a split body: forwarded untouched
+            self.passthrough(exch, direction, e.reason)
+            return None
         except Exception as e:  # a rule failed: never lose the message
             self._emit(exch, [Change(pointer="", action="passthrough", rule=ids.PASSTHROUGH,
                                      detail=f"rule failed: {type(e).__name__}: {e}")], direction, msg, method, from_rev, to_rev)
@@ -307,8 +330,34 @@ class Rewriter:
             self.store.alias(session_id, exch.session)
 
     # -- responses (server -> client) -------------------------------------------------------
+    def _split(self, exch: Exchange, data: bytes | None) -> json_body.ArraySplit | None:
+        """A large list result, seen as skeleton + elements (see :data:`SPLIT_MIN`), or None."""
+        if data is None or len(data) < SPLIT_MIN or exch.single_request_id is None:
+            return None
+        path = split_path(exch.request_ids.get(exch.single_request_id), exch.revisions[1])
+        return json_body.split_array(data, path) if path else None
+
+    def _split_out(self, exch: Exchange, split: json_body.ArraySplit, out: list, source: bytes) -> bytes | None:
+        """The delivered bytes of a rewritten split body (None: passthrough, logged)."""
+        if not out:
+            return b""
+        new = json_body.dumps_exact(out[0], source)
+        if new is not None and not split.failed:
+            try:
+                return split.assemble(new)
+            except json_body.SplitFailed as e:
+                self.passthrough(exch, "s2c", f"large list result: {e}")
+                return None
+        if new is None:
+            self.passthrough(exch, "s2c", json_body.INEXACT)
+        return new
+
     def response_json(self, exch: Exchange, body: bytes) -> bytes | None:
         """Rewrite an application/json response body; None means forward it unchanged."""
+        split = self._split(exch, body)
+        if split is not None:
+            out, changed = self._s2c_messages(exch, [split.skeleton], split)
+            return self._split_out(exch, split, out, body) if changed else None
         parsed = self._parse(exch, body, "s2c")
         if parsed is None:
             return None
@@ -327,12 +376,12 @@ class Rewriter:
             self.passthrough(exch, "s2c", json_body.INEXACT)
         return new
 
-    def _s2c_messages(self, exch: Exchange, messages: list) -> tuple[list, bool]:
+    def _s2c_messages(self, exch: Exchange, messages: list, split: json_body.ArraySplit | None = None) -> tuple[list, bool]:
         """Downgrade each server message of one body or event: (what to deliver, whether anything changed)."""
         from_rev, to_rev = exch.revisions
         out, changed = [], False
         for m in messages:
-            res = self._one(exch, m, "s2c", from_rev, to_rev)
+            res = self._one(exch, m, "s2c", from_rev, to_rev, split)
             from_rev, to_rev = exch.revisions  # an initialize result sets them for what follows
             if res is None:
                 out.append(m)
@@ -361,6 +410,13 @@ class Rewriter:
                            "s2c", None, None, from_rev, to_rev)
                 return ev.with_data([])
             return ev.raw
+        split = self._split(exch, ev.payload)
+        if split is not None:
+            out, changed = self._s2c_messages(exch, [split.skeleton], split)
+            if not changed:
+                return ev.raw
+            data = self._split_out(exch, split, out, ev.payload)
+            return ev.raw if data is None else ev.with_data([data] if data else [])
         try:
             value = orjson.loads(ev.payload)  # UTF-8 bytes, checked by orjson: no str of a large event
         except orjson.JSONDecodeError:

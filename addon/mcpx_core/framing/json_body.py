@@ -8,7 +8,8 @@ This module knows nothing of MCP rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -53,7 +54,7 @@ def parse(body: bytes) -> Parsed:
 INEXACT = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; forwarded untouched"
 
 
-def exact(value: Any, source: bytes | str) -> bool:
+def exact(value: Any, source: bytes | str | memoryview) -> bool:
     """Whether serialising ``value`` (parsed from ``source``) keeps every number of ``source``.
 
     orjson reads an integer outside [-2**63, 2**64) as a float (18446744073709551616 becomes
@@ -64,6 +65,8 @@ def exact(value: Any, source: bytes | str) -> bool:
     :data:`WALK_BUDGET` values, first one pass over ``source``'s bytes (an integer outside the range
     has at least 19 digits: without such a run of digits ``source`` is exact, whatever it holds).
     """
+    if isinstance(source, memoryview):
+        source = source.tobytes()
     stack = [value]
     suspect = False
     budget = WALK_BUDGET
@@ -109,7 +112,7 @@ def _long_digit_run(source: bytes | str) -> bool:
     return _RUN in raw.translate(_DIGITS)
 
 
-def dumps_exact(value: Any, source: bytes | str) -> bytes | None:
+def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes | None:
     """``dumps(value)``, or None when that would change a number of ``source`` (see :func:`exact`).
 
     orjson writes every float of magnitude 1e16 or more with an exponent (``9.3e+18``), and every
@@ -126,3 +129,123 @@ def dumps_exact(value: Any, source: bytes | str) -> bytes | None:
 def dumps(value: Any) -> bytes:
     """Serialise a message or batch (orjson: compact, UTF-8, non-ASCII kept as is)."""
     return orjson.dumps(value)
+
+
+# -- large bodies: one array parsed an element at a time ---------------------------------------
+#: stands in the skeleton for the array an :class:`ArraySplit` parses element by element
+SPLIT_SENTINEL = "\x00mcpx: array parsed one element at a time\x00"
+_SENTINEL_JSON = orjson.dumps([SPLIT_SENTINEL])
+#: how many candidate array starts and ends :func:`split_array` tries before it gives up
+_TRIES = 8
+
+
+class SplitFailed(ValueError):
+    """The body is not the shape :func:`split_array` assumed (found while reading its elements):
+    the caller parses it whole instead."""
+
+
+@dataclass
+class ArraySplit:
+    """A JSON body seen as a skeleton plus the elements of one array, read one at a time.
+
+    ``skeleton``: the body parsed with the array replaced by ``[SPLIT_SENTINEL]``; ``sentinel``:
+    that list object inside it; ``start``/``end``: offsets of the array's ``[`` and ``]`` in
+    ``body``. :meth:`elements` parses the elements lazily, so a rewrite holds one element's Python
+    objects at a time instead of the whole array's (orjson needs about 7 bytes of memory per byte
+    of a list of small objects). ``out``: what a consumer delivers for each element (bytes, or a
+    view of ``body`` for one it left alone); ``walked``: whether a consumer read the elements.
+    """
+
+    body: bytes
+    skeleton: dict
+    sentinel: list
+    start: int
+    end: int
+    out: list = field(default_factory=list)
+    walked: bool = False
+    #: set when reading the elements failed and the body was parsed whole instead
+    failed: bool = False
+
+    def elements(self) -> Iterator[tuple[Any, memoryview]]:
+        """(value, its bytes) of each element in order. Raises :class:`SplitFailed` when the
+        bytes between ``[`` and ``]`` are not objects joined by single commas (e.g. whitespace
+        between elements, or invalid UTF-8 in one)."""
+        body, end = self.body, self.end
+        view = memoryview(body)
+        s = self.start + 1
+        while True:
+            if body[s:s + 1] != b"{":
+                raise SplitFailed(f"no object at offset {s}")
+            e = body.find(b"},{", s, end)
+            while True:
+                last = e < 0
+                stop = end - 1 if last else e  # the "}" that may close this element
+                if body[stop:stop + 1] != b"}":
+                    raise SplitFailed(f"no object end before offset {end}")
+                try:
+                    value = orjson.loads(view[s:stop + 1])
+                except orjson.JSONDecodeError:
+                    if last:
+                        raise SplitFailed(f"no element parses from offset {s}") from None
+                    e = body.find(b"},{", e + 1, end)  # that "}" closed something nested, or sat in a string
+                    continue
+                yield value, view[s:stop + 1]
+                if last:
+                    return
+                s = stop + 2
+                break
+
+    def assemble(self, skeleton_bytes: bytes) -> bytes:
+        """The delivered body: ``skeleton_bytes`` (the serialised, rewritten skeleton) with the
+        sentinel replaced by the elements in :attr:`out` (or by the original elements when no
+        consumer read them); as is when the sentinel was dropped with its parent."""
+        at = skeleton_bytes.find(_SENTINEL_JSON)
+        if at < 0:
+            return skeleton_bytes
+        if skeleton_bytes.find(_SENTINEL_JSON, at + 1) >= 0:
+            raise SplitFailed("sentinel found twice")
+        parts: list = [skeleton_bytes[:at], b"["]
+        if self.walked:
+            for i, piece in enumerate(self.out):
+                if i:
+                    parts.append(b",")
+                parts.append(piece)
+        else:
+            parts.append(memoryview(self.body)[self.start + 1:self.end])
+        parts += [b"]", skeleton_bytes[at + len(_SENTINEL_JSON):]]
+        return b"".join(parts)
+
+
+def split_array(body: bytes, path: tuple[str, ...]) -> ArraySplit | None:
+    """Split ``body`` at the array found at ``path`` (keys from the top, e.g. ``("result",
+    "tools")``), written compactly (``"tools":[{...},{...}]``), without parsing that array.
+
+    Finds the array's ``[`` from the bytes ``"<last key>":[{`` and its ``]`` from the ends of the
+    body, and accepts them when the body with the array replaced by a sentinel parses and has the
+    sentinel at ``path``. Together with :meth:`ArraySplit.elements` (each element a complete
+    JSON object, joined by commas, ending at that ``]``) this proves the split equal to parsing
+    the whole body. None when no such split is found (the caller parses the body whole).
+    """
+    key = b'"' + path[-1].encode() + b'":[{'
+    a = -1
+    for _ in range(_TRIES):
+        a = body.find(key, a + 1)
+        if a < 0:
+            return None
+        start = a + len(key) - 2
+        prefix = body[:start]
+        e = len(body)
+        for _ in range(_TRIES):
+            e = body.rfind(b"}]", start, e)
+            if e < 0:
+                break
+            try:
+                skeleton = orjson.loads(prefix + _SENTINEL_JSON + body[e + 2:])
+            except orjson.JSONDecodeError:
+                continue
+            node: Any = skeleton
+            for k in path:
+                node = node.get(k) if isinstance(node, dict) else None
+            if isinstance(node, list) and node == [SPLIT_SENTINEL] and isinstance(skeleton, dict):
+                return ArraySplit(body, skeleton, node, start, e + 1)
+    return None
