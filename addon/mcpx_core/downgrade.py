@@ -89,6 +89,8 @@ class Walk:
         self.leaf = _LEAF.setdefault(to_rev, {})
         #: a large body's array read one element at a time (see :func:`split_path`), or None
         self.split: json_body.ArraySplit | None = None
+        #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
+        self.memo: dict[str, Any] = {}
 
     # -- logging -------------------------------------------------------------------------
     def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *, raw: bool = False) -> None:
@@ -133,7 +135,10 @@ class Walk:
     def node(self, value: Any, schema: dict, ptr: str, typ: str) -> Any:
         ref = schema.get("$ref")
         if ref is not None:
-            return self.named(value, self.model.ref_name(ref), ptr)
+            name = _REF_NAMES.get(ref)
+            if name is None:
+                name = _REF_NAMES[ref] = self.model.ref_name(ref)
+            return self.named(value, name, ptr)
         if "anyOf" in schema:
             return self.union(value, schema["anyOf"], ptr, typ)
         if "allOf" in schema:
@@ -158,14 +163,10 @@ class Walk:
             if key in skip:
                 continue  # open, {} or inert: nothing to do (see _skips)
             sub = props.get(key)
-            if sub is not None:
-                if (typ, key) in OPEN_FIELDS:
-                    continue
+            if sub is not None:  # not skipped: _meta, or a schema that can change the value
                 if key == "_meta":
                     self.meta(value[key], sub, f"{ptr}/{escape(key)}", typ)
                     continue
-                if not sub or _inert(sub):
-                    continue  # {} accepts anything; an inert schema never changes a value
                 new = self.node(value[key], sub, f"{ptr}/{escape(key)}", typ)
                 if new is DROP:
                     del value[key]
@@ -397,6 +398,8 @@ def _inert(schema: dict) -> bool:
 
 
 _MISSING = object()
+#: "$ref" -> definition name (the same in every revision's schema)
+_REF_NAMES: dict[str, str] = {}
 _SENTINEL_TEXT = json_body.SPLIT_SENTINEL.strip("\x00")
 #: revision -> definition name -> :func:`_leaf_keys` (None: no shortcut for that definition)
 _LEAF: dict[str, dict[str, frozenset | None]] = {}
@@ -585,14 +588,15 @@ def type_hook(*names: str):
 def split_path(method: str | None, to_rev: str) -> tuple[str, str] | None:
     """``("result", key)`` when a large result of ``method`` may be read an element at a time:
     its target definition has exactly one array property (``key``: ``tools`` of ListToolsResult,
-    ``resources``, ``resourceTemplates``, ``prompts``...) and no type hook (a hook may look at the
-    whole array, e.g. CallToolResult's structuredContent rule reads ``content``). The message hooks
+    ``resources``, ``resourceTemplates``, ``prompts``...) and no type hook that reads the array (a
+    hook may look at the whole array, e.g. CallToolResult's structuredContent rule reads ``content``;
+    hooks marked ``split_safe`` do not). The message hooks
     do not look into results' arrays. None otherwise."""
     if not method or not revisions.is_known(to_rev):
         return None
     model = revisions.model(to_rev)
     name = model.result_for(method)
-    if name == "Result" or name in TYPE_HOOKS:
+    if name == "Result" or not all(getattr(h, "split_safe", False) for h in TYPE_HOOKS.get(name, ())):
         return None
     node = model.defs.get(name) or {}
     arrays = [k for k, v in (node.get("properties") or {}).items() if isinstance(v, dict) and v.get("type") == "array"]

@@ -107,12 +107,33 @@ def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
             continue  # (a schema the receiver does not define is dropped whole by the walk)
         if "$schema" in sch and "$schema" not in (sub.get("properties") or {}):
             walk.log(f"{ptr}/{key}/$schema", "keep", "TOOL-inputSchema-$schema", sch["$schema"])
-        if key == "inputSchema" and walk.fires("TOOL-inputSchema-open"):
+        if key == "inputSchema" and walk.memo.get("composition", True) and walk.fires("TOOL-inputSchema-open"):
             used = _composition_used(sch)
             if used:
                 walk.log(f"{ptr}/inputSchema", "keep", "TOOL-inputSchema-open", None, None, detail="JSON Schema keywords kept: " + ", ".join(used))
     return value
 
+
+@type_hook("ListToolsResult")
+def tools_composition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
+    """TOOL-inputSchema-open for the whole list at once: one serialisation of every tool's
+    inputSchema and a search for the keys of :data:`COMPOSITION`. orjson writes every key as
+    ``"key":``, so without those bytes no schema uses one, and :func:`tool_definition` skips its
+    per-tool check (``walk.memo["composition"]``); with them (or a value that only looks like one),
+    each tool is checked. Not for the stand-in of a list read an element at a time."""
+    tools = value.get("tools")
+    if walk.policy != "strict" or not isinstance(tools, list) or (walk.split is not None and tools is walk.split.sentinel) \
+            or not walk.fires("TOOL-inputSchema-open"):
+        return value
+    try:
+        data = orjson.dumps([t.get("inputSchema") for t in tools if isinstance(t, dict)])
+    except orjson.JSONEncodeError:
+        return value
+    walk.memo["composition"] = any(n in data for n in _COMPOSITION_NEEDLES)
+    return value
+
+
+tools_composition.split_safe = True  # type: ignore[attr-defined]  # it reads no element of a split list
 
 #: JSON Schema keywords a legacy client's TS types do not list (TOOL-inputSchema-open: log when they reach one)
 COMPOSITION = {"$ref", "$defs", "definitions", "oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSchemas"}
@@ -132,6 +153,7 @@ def _keywords(schema, depth: int = 0) -> set[str]:
     return found
 
 
+_COMPOSITION_NEEDLES = tuple(sorted({b'Of":' if k.endswith("Of") else b'"' + k.encode() + b'":' for k in COMPOSITION}))
 _COMPOSITION_KEY = re.compile(b'"(?:' + b"|".join(re.escape(k).encode() for k in sorted(COMPOSITION)) + b')":')
 
 
