@@ -87,3 +87,17 @@ def test_shortcuts_on_examples_and_content_blocks(monkeypatch):
     assert [(c["pointer"], c["action"], c["rule"]) for c in fast[2]] == [
         ("/result/content/1/annotations/lastModified", "drop", "ANN-lastModified"),
         ("/result/content/3/extra", "drop", "SCHEMA-undefined")]
+
+
+def test_composition_search_over_the_whole_tools_list():
+    """rules/tools.py searches all inputSchemas of a tools/list result at once; only when a
+    composition key is there is each tool checked, so exactly the tools that use one are logged."""
+    plain = {"name": "a", "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "description": 'says "anyOf": no'}}}}
+    nested = {"name": "b", "inputSchema": {"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"type": "null"}]}}}}
+    for tools, expected in (([plain, plain], []),
+                            ([plain, nested, plain], [("/result/tools/1/inputSchema", "keep", "TOOL-inputSchema-open")])):
+        msg = {"jsonrpc": "2.0", "id": 1, "result": {"tools": copy.deepcopy(tools)}}
+        out = downgrade(msg, "result", "tools/list", "2025-06-18", "2025-03-26", "s2c")
+        assert [c.key() for c in out.changes] == expected
+        assert out.message["result"]["tools"] == tools
+    assert [c.detail for c in out.changes] == ["JSON Schema keywords kept: oneOf"]
