@@ -31,6 +31,7 @@ from mcpx_core import revisions, upstream, view  # noqa: E402
 from mcpx_core.changes import Change, ChangeLog, summary_line  # noqa: E402
 from mcpx_core.framing import json_body  # noqa: E402
 from mcpx_core.framing.encoding import stream_decoder  # noqa: E402
+from mcpx_core.framing.sse import SSEParser  # noqa: E402
 from mcpx_core.report import session_report, sessions_text  # noqa: E402
 from mcpx_core.rules.headers import request_headers  # noqa: E402
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter  # noqa: E402
@@ -283,6 +284,8 @@ class MCPX:
 
     def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
         resp = flow.response
+        if flow.live and (exch.local_answer is not None or exch.split is not None):
+            return  # mcpx wrote this response itself, already for the client's revision
         if exch.initialize is not None:
             self.rewriter.session_minted(exch, resp.headers.get(SESSION_HEADER))
         if flow.request.method == "DELETE" and 200 <= resp.status_code < 300:
@@ -399,7 +402,7 @@ class MCPX:
     async def _send_split(self, flow: http.HTTPFlow, exch: Exchange) -> None:
         """RPC-batch-request: POST each member alone, answer the client with one batch."""
         headers = {k: v for k, v in flow.request.headers.items()}
-        answers: list[Any] = []
+        answers: list[bytes] = []  # JSON texts, joined into one batch as they are (exact numbers)
         for body in exch.split or []:
             try:
                 reply = await upstream.post(flow.request.url, headers, body)
@@ -409,26 +412,23 @@ class MCPX:
             if reply.status == 202 or not reply.body:
                 continue
             if reply.headers.get("content-type", "").startswith("text/event-stream"):
+                parser = SSEParser()
                 delivered = SSERewriter(self.rewriter, exch).whole(reply.body)
-                from mcpx_core.framing.sse import SSEParser
-                p = SSEParser()
-                evs = p.feed(delivered) + p.close()[0]
-                for ev in evs:
-                    if ev.data and ev.data.strip():
+                for ev in parser.feed(delivered) + parser.close()[0]:
+                    if ev.payload is not None and not ev.blank():
                         try:
-                            v = json_body.parse(ev.data.encode()).messages
+                            answers.extend(json_body.response_texts(ev.payload))
                         except json_body.Unparseable:
                             continue
-                        answers.extend(m for m in v if isinstance(m, dict) and ("result" in m or "error" in m))
             else:
                 new = self.rewriter.response_json(exch, reply.body)
                 try:
-                    answers.extend(json_body.parse(new if new is not None else reply.body).messages)
+                    answers.extend(json_body.response_texts(new if new is not None else reply.body))
                 except json_body.Unparseable:
                     self.rewriter.passthrough(exch, "s2c", "batch member answer is not JSON")
         exch.is_mcp = True
         if answers:
-            flow.response = http.Response.make(200, json_body.dumps(answers), {"content-type": "application/json"})
+            flow.response = http.Response.make(200, b"[" + b",".join(answers) + b"]", {"content-type": "application/json"})
         else:
             flow.response = http.Response.make(202, b"", {})
         sid = next((m for m in [flow.request.headers.get(SESSION_HEADER)] if m), None)

@@ -130,7 +130,8 @@ class ScriptedMcpHandler(_http_server.BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        body = orjson.loads(self.rfile.read(int(self.headers["content-length"])))
+        import json
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))  # stdlib: integers stay exact
         if body.get("method") != "initialize":
             self.answer(body)
             return

@@ -264,10 +264,10 @@ class Walk:
             if new is el and all(c.action == "keep" for c in self.changes[before:]):
                 out.append(raw)
                 continue
-            data = json_body.dumps_exact(new, raw)
-            if data is None:
-                raise json_body.SplitFailed(json_body.INEXACT)
-            out.append(data)
+            try:
+                out.append(json_body.dumps_exact(new, raw))
+            except json_body.Unwritable as e:  # the whole parse meets it again and says so
+                raise json_body.SplitFailed(e.reason) from None
         return value
 
     def union(self, value: Any, members: list[dict], ptr: str, typ: str) -> Any:

@@ -194,9 +194,8 @@ class Rewriter:
         server_rev = s.server_rev if s else None
         client_rev = (s.pinned_rev or s.client_rev) if s else None
         if parsed.batch and server_rev != "2025-03-26":
-            split = [json_body.dumps_exact(m, body) for m in parsed.messages]
+            split = [self._write(exch, "c2s", m, body, "batch member: ") for m in parsed.messages]
             if None in split:
-                self.passthrough(exch, "c2s", f"batch {json_body.INEXACT}")
                 return None
             exch.split = split  # type: ignore[assignment]
             exch.batch_ids = [m.get("id") for m in parsed.messages if classify(m) == "request"]
@@ -225,9 +224,8 @@ class Rewriter:
             # nothing left for the server: mcpx answers the client itself (answer-locally / reject)
             exch.local_answer = (200, json_body.dumps(local if parsed.batch else local[0])) if local else (202, b"")
             return None
-        new = json_body.dumps_exact(out if parsed.batch else out[0], body)
+        new = self._write(exch, "c2s", out if parsed.batch else out[0], body)
         if new is None:
-            self.passthrough(exch, "c2s", json_body.INEXACT)
             return None
         if local:
             exch.late_answers = local  # errors for dropped members of a batch, appended to the batch answer
@@ -296,6 +294,14 @@ class Rewriter:
         if out.message is msg and all(c.action == "keep" for c in out.changes):
             self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
             return None  # only "keep" records: the message is delivered byte for byte
+        if out.reply is not None and kind == "request" and json_body.inexact_number(jid):
+            # mcpx would answer this request itself, but cannot write its id back exactly (an integer
+            # beyond 64 bits): the receiver gets it untouched and answers it (-32601) itself
+            entry["changes"] = 1
+            self._emit(exch, [Change(pointer="/id", action="passthrough", rule=ids.PASSTHROUGH,
+                                     detail=f"request id {json_body.INEXACT}; not answered by mcpx")],
+                       direction, msg, method, from_rev, to_rev)
+            return None
         if out.reply is not None and kind == "request" and direction == "s2c":
             reply = {"jsonrpc": "2.0", "id": jid, "error": out.reply}
             if self.on_reply is not None:
@@ -330,27 +336,37 @@ class Rewriter:
             self.store.alias(session_id, exch.session)
 
     # -- responses (server -> client) -------------------------------------------------------
-    def _split(self, exch: Exchange, data: bytes | None) -> json_body.ArraySplit | None:
-        """A large list result, seen as skeleton + elements (see :data:`SPLIT_MIN`), or None."""
-        if data is None or len(data) < SPLIT_MIN or exch.single_request_id is None:
+    def _split(self, exch: Exchange, data: bytes | None, one_line: bool = False) -> json_body.ArraySplit | None:
+        """A large list result, seen as skeleton + elements (see :data:`SPLIT_MIN`), or None.
+
+        ``one_line``: the data of an SSE event, re-emitted as one ``data:`` line, so a body with a
+        line break (several data lines: the break may sit in an element kept as its bytes) is
+        not split."""
+        if data is None or len(data) < SPLIT_MIN or exch.single_request_id is None or (one_line and b"\n" in data):
             return None
         path = split_path(exch.request_ids.get(exch.single_request_id), exch.revisions[1])
         return json_body.split_array(data, path) if path else None
 
-    def _split_out(self, exch: Exchange, split: json_body.ArraySplit, out: list, source: bytes) -> bytes | None:
+    def _write(self, exch: Exchange, direction: str, value: Any, source: bytes | memoryview, prefix: str = "") -> bytes | None:
+        """``value`` serialised (numbers of ``source`` kept exactly), or None and a passthrough record."""
+        try:
+            return json_body.dumps_exact(value, source)
+        except json_body.Unwritable as e:
+            self.passthrough(exch, direction, prefix + e.reason)
+            return None
+
+    def _split_out(self, exch: Exchange, split: json_body.ArraySplit, out: list, source: bytes, prefix: str = "") -> bytes | None:
         """The delivered bytes of a rewritten split body (None: passthrough, logged)."""
         if not out:
             return b""
-        new = json_body.dumps_exact(out[0], source)
-        if new is not None and not split.failed:
-            try:
-                return split.assemble(new)
-            except json_body.SplitFailed as e:
-                self.passthrough(exch, "s2c", f"large list result: {e}")
-                return None
-        if new is None:
-            self.passthrough(exch, "s2c", json_body.INEXACT)
-        return new
+        new = self._write(exch, "s2c", out[0], source, prefix)
+        if new is None or split.failed:
+            return new
+        try:
+            return split.assemble(new)
+        except json_body.SplitFailed as e:
+            self.passthrough(exch, "s2c", f"{prefix}large list result: {e}")
+            return None
 
     def response_json(self, exch: Exchange, body: bytes) -> bytes | None:
         """Rewrite an application/json response body; None means forward it unchanged."""
@@ -371,10 +387,7 @@ class Rewriter:
             return None
         if not parsed.batch and not out:
             return b""
-        new = json_body.dumps_exact(out if parsed.batch else out[0], body)
-        if new is None:
-            self.passthrough(exch, "s2c", json_body.INEXACT)
-        return new
+        return self._write(exch, "s2c", out if parsed.batch else out[0], body)
 
     def _s2c_messages(self, exch: Exchange, messages: list, split: json_body.ArraySplit | None = None) -> tuple[list, bool]:
         """Downgrade each server message of one body or event: (what to deliver, whether anything changed)."""
@@ -410,12 +423,12 @@ class Rewriter:
                            "s2c", None, None, from_rev, to_rev)
                 return ev.with_data([])
             return ev.raw
-        split = self._split(exch, ev.payload)
+        split = self._split(exch, ev.payload, one_line=True)
         if split is not None:
             out, changed = self._s2c_messages(exch, [split.skeleton], split)
             if not changed:
                 return ev.raw
-            data = self._split_out(exch, split, out, ev.payload)
+            data = self._split_out(exch, split, out, ev.payload, "SSE event: ")
             return ev.raw if data is None else ev.with_data([data] if data else [])
         try:
             value = orjson.loads(ev.payload)  # UTF-8 bytes, checked by orjson: no str of a large event
@@ -435,12 +448,9 @@ class Rewriter:
         split = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)
         if not (changed or split):
             return ev.raw
-        if batch and not split:
-            payloads = [json_body.dumps_exact(out, ev.payload)] if out else []
-        else:
-            payloads = [json_body.dumps_exact(m, ev.payload) for m in out]
+        payloads = ([self._write(exch, "s2c", out, ev.payload, "SSE event: ")] if out else []) if batch and not split \
+            else [self._write(exch, "s2c", m, ev.payload, "SSE event: ") for m in out]
         if None in payloads:
-            self.passthrough(exch, "s2c", f"SSE event {json_body.INEXACT}")
             return ev.raw
         if split:
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_RESPONSE_RULE, before=f"batch of {len(messages)} messages",

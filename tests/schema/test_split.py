@@ -40,7 +40,7 @@ def rewrite_body(monkeypatch, body: bytes, method: str, frm: str, to: str, split
     monkeypatch.setattr(json_body, "split_array", lambda *a: seen.append(real(*a)) or seen[-1])
     monkeypatch.setattr(rewrite, "SPLIT_MIN", 0 if split else 1 << 40)
     if sse:
-        raw = b"event: message\ndata: " + body + b"\n\n"
+        raw = b"event: message\ndata: " + body.replace(b"\n", b"\ndata: ") + b"\n\n"  # a line break: another data line
         got = SSERewriter(rw, exch).whole(raw)
         evs = SSEParser().feed(got)
         out = None if got == raw else [orjson.loads(e.payload) for e in evs if e.payload]
@@ -123,7 +123,9 @@ def test_tricky_bodies_split_or_fall_back_to_the_same_result(monkeypatch):
 
 
 def test_invalid_utf8_in_an_element_passes_through(monkeypatch):
-    """The same record either way; split, the flow also lists the message (its skeleton was read)."""
+    """The same record either way; split, the flow also lists the message (its skeleton was read,
+    and the session counts it as the answer to its request). Any element that does not parse
+    (invalid UTF-8 or JSON) is found only while the elements are read."""
     body = tools_body([TOOL, {**TOOL, "title": "x"}]).replace(b'"d"', b'"\xff"', 1)
     (o1, r1, m1, _), (o2, r2, m2, _) = both(monkeypatch, body, "tools/list", "2025-06-18", "2025-03-26")
     assert o1 is None and o2 is None and r1 == r2
@@ -158,3 +160,21 @@ def test_big_integer_in_an_element(monkeypatch):
                    + orjson.dumps({**TOOL, "annotations": {"title": "T"}}) + b"]}}")
     out, records, _, _ = rewrite_body(monkeypatch, body, "tools/list", "2025-06-18", "2025-03-26", False)
     assert out is None and records[-1]["detail"] == json_body.INEXACT
+
+
+def test_sse_event_with_several_data_lines_is_not_split(monkeypatch):
+    """An unchanged element would keep its line break, and the event is re-emitted as one data
+    line: an event whose data has a break is parsed whole (found by an adversarial review)."""
+    body = tools_body([TOOL, {**TOOL, "title": "T"}]).replace(b'"description":"d",', b'"description":"d",\n', 1)
+    (o1, r1, m1, used), (o2, r2, m2, _) = both(monkeypatch, body, "tools/list", "2025-06-18", "2025-03-26", sse=True)
+    assert not used and (o1, r1, m1) == (o2, r2, m2)
+    assert o1[0]["result"]["tools"][1]["annotations"] == {"title": "T"}
+
+
+def test_a_look_alike_of_the_stand_in_elsewhere_in_the_body(monkeypatch):
+    """A body that holds ["<the stand-in's text>"] outside the array is parsed whole."""
+    look_alike = b',"_meta":{"x":' + orjson.dumps([json_body.SPLIT_SENTINEL]) + b"}"
+    body = tools_body([TOOL, {**TOOL, "title": "T"}], result_extra=look_alike)
+    (o1, r1, m1, used), (o2, r2, m2, _) = both(monkeypatch, body, "tools/list", "2025-06-18", "2025-03-26")
+    assert not used and (o1, r1, m1) == (o2, r2, m2)
+    assert o1["result"]["_meta"] == {"x": [json_body.SPLIT_SENTINEL]} and [r["rule"] for r in r1] == ["TOOL-title"]

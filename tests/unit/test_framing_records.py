@@ -31,7 +31,9 @@ def test_large_floats_serialise_with_an_exponent(x):
 def test_dumps_exact_refuses_an_integer_orjson_reads_as_float(n):
     source = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"n": n, "text": "x"}}).encode()
     value = orjson.loads(source)
-    assert json_body.dumps_exact(value, source) is None
+    with pytest.raises(json_body.Unwritable) as e:
+        json_body.dumps_exact(value, source)
+    assert e.value.reason == json_body.INEXACT
     del value["result"]["n"]  # dropped by a rule: what remains is exact
     assert json_body.dumps_exact(value, source) == b'{"jsonrpc":"2.0","id":1,"result":{"text":"x"}}'
 
@@ -65,3 +67,36 @@ def test_change_record_validation_and_log_line(tmp_path):
     log.write([s])
     log.close()
     assert orjson.loads((tmp_path / "c.jsonl").read_bytes()) == s.as_dict()
+
+
+def _exchange(frm="2025-06-18", to="2025-03-26", method="tools/call"):
+    from mcpx_core.rewrite import Exchange, Rewriter
+    from mcpx_core.session import SessionStore
+    store = SessionStore()
+    s = store.create("k")
+    s.server_rev, s.client_rev = frm, to
+    exch = Exchange(flow_id="f", session=s, is_mcp=True, single_request_id=1)
+    exch.request_ids[1] = method
+    return Rewriter(store), exch
+
+
+def test_nesting_orjson_cannot_write_passes_through():
+    """orjson reads 1,024 levels but writes 255: a rewritten message nested deeper is forwarded
+    untouched with a record, never an exception (found by an adversarial review)."""
+    deep = "[" * 300 + "]" * 300
+    body = ('{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource_link","uri":"file:///a","name":"a"}],'
+            '"_meta":{"deep":%s}}}' % deep).encode()
+    rw, exch = _exchange()
+    assert rw.response_json(exch, body) is None
+    assert [(c.action, c.rule) for c in exch.changes][-1] == ("passthrough", "PASSTHROUGH-error")
+    assert exch.changes[-1].detail.startswith("re-serialised it cannot be written (")
+
+
+def test_structured_content_with_an_integer_beyond_64_bits_passes_through():
+    """SC-structuredContent would copy the value into a text block, where the integer would read
+    as another number: the message is forwarded untouched instead."""
+    body = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"n":123456789012345678901234567890}}}'
+    rw, exch = _exchange()
+    assert rw.response_json(exch, body) is None
+    assert [(c.action, c.rule) for c in exch.changes] == [("passthrough", "PASSTHROUGH-error")]
+    assert "structuredContent holds an integer outside" in exch.changes[0].detail

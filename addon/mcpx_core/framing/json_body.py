@@ -100,6 +100,43 @@ def exact(value: Any, source: bytes | str | memoryview) -> bool:
     return True
 
 
+def response_texts(data: bytes | memoryview) -> list[bytes]:
+    """The JSON texts of the JSON-RPC responses (``result`` or ``error``) in ``data``, one message or
+    a batch, for re-assembly into another batch without changing a number: a single response is its
+    own bytes; batch members are serialised again when that keeps every number, else the batch's
+    inner text is kept whole. Raises :class:`Unparseable`."""
+    raw = bytes(data).strip()
+    parsed = parse(raw)
+    if not parsed.batch:
+        m = parsed.messages[0]
+        return [raw] if "result" in m or "error" in m else []
+    responses = [m for m in parsed.messages if isinstance(m, dict) and ("result" in m or "error" in m)]
+    try:
+        return [dumps_exact(m, raw) for m in responses]
+    except Unwritable:
+        return [raw[1:-1].strip()] if raw[1:-1].strip() and len(responses) == len(parsed.messages) else []
+
+
+def inexact_number(value: Any) -> bool:
+    """Whether ``value`` is a float orjson made of an integer outside [-2**63, 2**64) (so
+    serialising it would write another number), e.g. a JSON-RPC id of 30 digits."""
+    return isinstance(value, float) and abs(value) >= 2.0**63 and value.is_integer()
+
+
+def holds_inexact(value: Any) -> bool:
+    """Whether ``value`` (a parsed JSON value) holds an :func:`inexact_number` anywhere."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif inexact_number(v):
+            return True
+    return False
+
+
 #: values :func:`exact` walks before it looks at the source bytes instead
 WALK_BUDGET = 20_000
 _DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))  # digits -> "0", the rest -> " "
@@ -112,17 +149,32 @@ def _long_digit_run(source: bytes | str) -> bool:
     return _RUN in raw.translate(_DIGITS)
 
 
-def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes | None:
-    """``dumps(value)``, or None when that would change a number of ``source`` (see :func:`exact`).
+class Unwritable(ValueError):
+    """A rewritten message cannot be written back exactly; ``reason`` says why (the caller
+    forwards the original bytes)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes:
+    """``dumps(value)``, checked to keep every number of ``source`` (see :func:`exact`).
+
+    Raises :class:`Unwritable` when it would not (:data:`INEXACT`), or when orjson cannot write
+    ``value`` (it reads 1,024 levels of nesting but writes 255).
 
     orjson writes every float of magnitude 1e16 or more with an exponent (``9.3e+18``), and every
     integer it read as a float is at least 2**63 in magnitude; so output without the bytes ``e+``
     holds no such float and needs no further check (one C-speed search instead of a walk over the
     values). Output that has them (a float, or merely text such as "e+") is checked by :func:`exact`.
     """
-    out = orjson.dumps(value)
+    try:
+        out = orjson.dumps(value)
+    except orjson.JSONEncodeError as e:
+        raise Unwritable(f"re-serialised it cannot be written ({e}); forwarded untouched") from None
     if b"+" in out and b"e+" in out and not exact(value, source):  # "+" first: one memchr pass
-        return None
+        raise Unwritable(INEXACT)
     return out
 
 
@@ -246,6 +298,7 @@ def split_array(body: bytes, path: tuple[str, ...]) -> ArraySplit | None:
             node: Any = skeleton
             for k in path:
                 node = node.get(k) if isinstance(node, dict) else None
-            if isinstance(node, list) and node == [SPLIT_SENTINEL] and isinstance(skeleton, dict):
+            if isinstance(node, list) and node == [SPLIT_SENTINEL] and isinstance(skeleton, dict) \
+                    and orjson.dumps(skeleton).count(_SENTINEL_JSON) == 1:  # the body holds no look-alike
                 return ArraySplit(body, skeleton, node, start, e + 1)
     return None

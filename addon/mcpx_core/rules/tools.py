@@ -23,6 +23,7 @@ import re
 import orjson
 
 from ..downgrade import OPEN_FIELDS, Walk, type_hook
+from ..framing import json_body
 
 
 def _starts(value) -> str:
@@ -68,6 +69,8 @@ def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     if not isinstance(content, list):
         content = value["content"] = []
     if not _carries_json(content, sc):
+        if json_body.holds_inexact(sc):  # its text would show another number: the message passes through
+            raise ValueError(f"{ptr}/structuredContent {json_body.INEXACT}")
         block = {"type": "text", "text": orjson.dumps(sc).decode()}
         content.append(block)
         walk.log(f"{ptr}/content/{len(content) - 1}", "rewrite", rule, None, f"text block with the JSON of {ptr}/structuredContent", raw=True)

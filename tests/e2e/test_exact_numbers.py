@@ -1,0 +1,100 @@
+"""Integers beyond 64 bits reach the receiver exactly, through the real mitmdump, also in what
+mcpx writes itself (found by an adversarial review of issue 7's fast paths).
+
+orjson reads such an integer as a float; written again it would be another number. The upstream is
+a scripted loopback server (stdlib HTTP) at 2025-06-18 with one 30-digit integer in its answers.
+- A 2025-03-26 batch is split into single POSTs and mcpx re-assembles the answers: each answer is
+  joined as its own bytes (one as JSON, one as an SSE event), never re-serialised.
+- An answer that needs a change but holds such an integer passes through untouched, with a record.
+- A request the server's revision lacks, whose id is such an integer, is not answered by mcpx
+  (it could not echo the id): it goes to the server untouched.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+
+import orjson
+import pytest
+
+from proxy_lib import LoopbackServer, Proxy, ScriptedMcpHandler
+
+BIG = 123456789012345678901234567890
+BIG_BYTES = b"123456789012345678901234567890"
+
+
+class Handler(ScriptedMcpHandler):
+    SERVER_INFO = {"name": "bigint", "version": "1"}
+    SESSION = "bigint-1"
+    REVISION = "2025-06-18"
+    seen: list = []
+
+    def answer(self, body):
+        Handler.seen.append(json.dumps(body))
+        if "id" not in body:
+            self.send_response(202)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        meta = ('"_meta":{"n":%d}' % BIG).encode()
+        if body.get("method") == "tasks/get":  # a 2024-11-05 server would not know it
+            out = b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}' % json.dumps(body["id"]).encode()
+        elif body["id"] == 1:  # nothing to change for a 2025-03-26 client
+            out = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}],' + meta + b"}}"
+        else:  # lastModified is not 2025-03-26: a change, in a message holding BIG
+            out = (b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"b","annotations":'
+                   b'{"lastModified":"2025-01-12T15:00:58Z"}}],' + meta + b"}}")
+        if body["id"] == 2:
+            self.start_sse()
+            self.chunk(b"event: message\ndata: " + out + b"\n\n")
+            self.chunk(b"")
+            return
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+
+@pytest.fixture
+def server():
+    Handler.seen = []
+    srv = LoopbackServer(Handler)
+    yield srv.port
+    srv.stop()
+
+
+def _post(conn, payload: bytes, headers: dict) -> bytes:
+    conn.request("POST", "/mcp", payload, headers)
+    r = conn.getresponse()
+    return r.read()
+
+
+def test_big_integers_survive_batch_reassembly_and_local_answers(server, tmp_path):
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_pin": "bigint-client=2025-03-26"}) as px:
+        conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bigint-client", "version": "1"}}}
+        assert orjson.loads(_post(conn, json.dumps(init).encode(), headers))["result"]["protocolVersion"] == "2025-03-26"
+        headers["mcp-session-id"] = "bigint-1"
+        calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "x", "arguments": {}}} for i in (1, 2)]
+        body = _post(conn, json.dumps(calls).encode(), headers)
+        assert body.count(BIG_BYTES) == 2
+        answers = json.loads(body)  # stdlib json: exact integers
+        assert [a["result"]["_meta"]["n"] for a in answers] == [BIG, BIG]
+        assert answers[1]["result"]["content"][0]["annotations"] == {"lastModified": "2025-01-12T15:00:58Z"}  # untouched
+        req = b'{"jsonrpc":"2.0","id":%s,"method":"tasks/get","params":{"taskId":"t"}}' % BIG_BYTES
+        answer = _post(conn, req, headers)
+        assert json.loads(answer) == {"jsonrpc": "2.0", "id": BIG, "error": {"code": -32601, "message": "Method not found"}}
+        conn.close()
+    assert json.loads(Handler.seen[-1])["id"] == BIG  # the server got the request, id exact
+    records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["detail"]) for c in px.changes()]
+    inexact = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; forwarded untouched"
+    assert records == [
+        ("s2c", "/result/protocolVersion", "rewrite", "MCPX-pin", "session pinned to an older revision by mcpx.pin"),
+        ("c2s", "", "split", "RPC-batch-request", "JSON-RPC batch split: the server revision has no batches"),
+        ("s2c", "/result/content/0/annotations/lastModified", "drop", "ANN-lastModified", None),
+        ("s2c", "", "passthrough", "PASSTHROUGH-error", "SSE event: " + inexact),
+        ("c2s", "/id", "passthrough", "PASSTHROUGH-error", f"request id {inexact}; not answered by mcpx"),
+    ]
