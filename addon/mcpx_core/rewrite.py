@@ -445,14 +445,16 @@ class Rewriter:
         messages = value if batch else [value]
         out, changed = self._s2c_messages(exch, messages)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
-        split = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)
-        if not (changed or split):
+        one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)  # RPC-batch-response
+        if not (changed or one_per_event):
             return ev.raw
-        payloads = ([self._write(exch, "s2c", out, ev.payload, "SSE event: ")] if out else []) if batch and not split \
-            else [self._write(exch, "s2c", m, ev.payload, "SSE event: ") for m in out]
+        if batch and not one_per_event:
+            payloads = [self._write(exch, "s2c", out, ev.payload, "SSE event: ")] if out else []
+        else:
+            payloads = [self._write(exch, "s2c", m, ev.payload, "SSE event: ") for m in out]
         if None in payloads:
             return ev.raw
-        if split:
+        if one_per_event:
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_RESPONSE_RULE, before=f"batch of {len(messages)} messages",
                                      after=f"{len(out)} events")], "s2c", None, None, from_rev, to_rev)
         return ev.with_data(payloads)  # type: ignore[arg-type]
