@@ -48,16 +48,24 @@ def _ctype(message: http.Message) -> str:
     return message.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
+#: the headers mcpx reads (lower case); all ``mcp-*`` fields are read as well (rules/headers.py)
+_READ_HEADERS = frozenset({b"content-type", b"content-encoding", b"content-length", b"transfer-encoding"})
+
+
 def _header_map(message: http.Message) -> tuple[dict[str, str], dict[str, str]]:
-    """(lower-case name -> value, name as sent -> value) of ``message``'s headers, values as
-    ``headers.get`` gives them (repeated fields joined by ", "), read in one pass: each
-    ``headers.get`` scans and decodes every field."""
+    """(lower-case name -> value, name as sent -> value) of the headers mcpx reads
+    (:data:`_READ_HEADERS` and every ``Mcp-*`` field), values as ``headers.get`` gives them
+    (repeated fields joined by ", "), in one pass that decodes only those: each ``headers.get``
+    scans and decodes every field."""
     lower: dict[str, str] = {}
     named: dict[str, str] = {}
     for k, v in message.headers.fields:
+        lk = k.lower()
+        if lk[:4] != b"mcp-" and lk not in _READ_HEADERS:
+            continue
         name = k.decode("utf-8", "surrogateescape")
         value = v.decode("utf-8", "surrogateescape")
-        low = name.lower()
+        low = lk.decode("utf-8", "surrogateescape")
         if low in lower:
             lower[low] = f"{lower[low]}, {value}"
             first = next(n for n in named if n.lower() == low)
