@@ -87,6 +87,7 @@ class Walk:
         self.rules = ids.index()
         self.kind: str | None = None
         self.leaf = _LEAF.setdefault(to_rev, {})
+        self.quiet = _QUIET.setdefault(to_rev, {})
         #: a large body's array read one element at a time (see :func:`split_path`), or None
         self.split: json_body.ArraySplit | None = None
         #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
@@ -119,8 +120,16 @@ class Walk:
         leaf = self.leaf.get(name, _MISSING)
         if leaf is _MISSING:
             leaf = self.leaf[name] = _leaf_keys(self.model, name)
-        if leaf is not None and value.__class__ is dict and leaf.issuperset(value):
-            return value  # every key is one the walk has nothing to do for (see _leaf_keys)
+        if value.__class__ is dict:
+            if leaf is not None:
+                if leaf.issuperset(value):
+                    return value  # every key is one the walk has nothing to do for (see _leaf_keys)
+            else:
+                plan = self.quiet.get(name, _MISSING)
+                if plan is _MISSING:
+                    plan = self.quiet[name] = _quiet_plan(self.model, name)
+                if plan is not None and plan.holds(self, value):
+                    return value  # nothing for the walk nor the definition's hooks (see _quiet_plan)
         node = self.model.defs.get(name)
         if node is None:
             return value
@@ -223,6 +232,7 @@ class Walk:
         if fast is _MISSING or (fast is not None and fast[0] is not items):
             fast = self.leaf[id(items)] = _leaf_members(self, items)  # type: ignore[index]
         table = fast[1] if fast is not None else None
+        plan = fast[2] if fast is not None else None
         out = None
         for i, el in enumerate(value):
             if table is not None and el.__class__ is dict:
@@ -234,6 +244,10 @@ class Walk:
                     if out is not None:
                         out.append(el)
                     continue  # a union member with nothing to do (what node() would find, in one lookup)
+            elif plan is not None and el.__class__ is dict and plan.holds(self, el):
+                if out is not None:
+                    out.append(el)
+                continue  # e.g. a Tool with nothing to do: what named() would find
             new = self.node(el, items, f"{ptr}/{i}", typ)
             if new is DROP or new is not el:
                 if out is None:
@@ -419,15 +433,75 @@ def _leaf_keys(model: revisions.SchemaModel, name: str) -> frozenset | None:
     return _skips(props, name)
 
 
-def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict] | None:
+class _Quiet:
+    """When an object of one definition needs nothing from the walk or the definition's hooks:
+    its keys are among ``keys`` (:func:`_skips`, plus ``nested`` keys), each ``nested`` key holds
+    an object of a definition :func:`_leaf_keys` covers, and every hook's ``quiet`` predicate holds."""
+
+    __slots__ = ("keys", "nested", "quiets", "target")
+
+    def __init__(self, keys: frozenset, nested: tuple, quiets: tuple, target: dict):
+        self.keys, self.nested, self.quiets, self.target = keys, nested, quiets, target
+
+    def holds(self, walk: "Walk", value: dict) -> bool:
+        if not self.keys.issuperset(value):
+            return False
+        for key, leaf in self.nested:
+            v = value.get(key, _MISSING)
+            if v is not _MISSING and (v.__class__ is not dict or not leaf.issuperset(v)):
+                return False
+        for quiet in self.quiets:
+            if not quiet(walk, value, self.target):
+                return False
+        return True
+
+
+#: revision -> definition name -> :func:`_quiet_plan`
+_QUIET: dict[str, dict[str, _Quiet | None]] = {}
+
+
+def _quiet_plan(model: revisions.SchemaModel, name: str) -> _Quiet | None:
+    """For a plain object definition whose hooks each say when they have nothing to do (a
+    ``quiet(walk, value, target)`` attribute, e.g. rules/tools.py's Tool hook) and whose other
+    properties are :func:`_skips` keys or ``{"$ref": ...}`` to a :func:`_leaf_keys` definition (e.g.
+    Tool.annotations -> ToolAnnotations, TextContent.annotations -> Annotations): the check that an
+    object needs nothing, so :meth:`Walk.named` returns it without the walk's calls. None otherwise."""
+    node = model.defs.get(name)
+    if not isinstance(node, dict) or "$ref" in node or "anyOf" in node or "allOf" in node:
+        return None
+    props = node.get("properties")
+    if not isinstance(props, dict):
+        return None
+    hooks = TYPE_HOOKS.get(name, ())
+    if not all(callable(getattr(h, "quiet", None)) for h in hooks):
+        return None
+    skip = _skips(props, name)
+    nested = []
+    for key, sub in props.items():
+        if key in skip or key == "_meta" or not isinstance(sub, dict) or "$ref" not in sub:
+            continue
+        leaf = _leaf_keys(model, model.ref_name(sub["$ref"]))
+        if leaf is not None:
+            nested.append((key, leaf))
+    if not nested and not hooks:
+        return None
+    return _Quiet(skip | {k for k, _ in nested}, tuple(nested), tuple(h.quiet for h in hooks), node)
+
+
+def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict | None, _Quiet | None] | None:
     """For array ``items`` that are a union discriminated by ``type`` (content blocks): (items,
-    {``type`` const: :func:`_leaf_keys` of that member}) for the members that have them, so an
-    element holding only such keys skips the walk; None for other items. The union's named rules
-    (:data:`UNION_PRE`) and array members rule the shortcut out."""
+    {``type`` const: :func:`_leaf_keys` of that member}, None) for the members that have them, so
+    an element holding only such keys skips the walk; for items ``{"$ref": X}``: (items, None,
+    :func:`_quiet_plan` of X); None for other items. The union's named rules (:data:`UNION_PRE`)
+    and array members rule the shortcut out."""
     model = walk.model
     schema = items
     if "$ref" in schema:
-        schema = model.defs.get(model.ref_name(schema["$ref"])) or {}
+        name = model.ref_name(schema["$ref"])
+        schema = model.defs.get(name) or {}
+        if "anyOf" not in schema:
+            plan = _quiet_plan(model, name) if _leaf_keys(model, name) is None else None
+            return (items, None, plan) if plan is not None else None
     members = schema.get("anyOf")
     if not isinstance(members, list) or "$ref" in schema or "allOf" in schema:
         return None
@@ -442,7 +516,7 @@ def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict] | None:
         leaf = _leaf_keys(model, ref) if ref is not None else None
         if leaf is not None:
             table[const] = leaf
-    return (items, table) if table else None
+    return (items, table, None) if table else None
 
 
 _SKIPS: dict[tuple[int, str], tuple[dict, frozenset]] = {}

@@ -12,6 +12,7 @@ import copy
 import json
 import os
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
@@ -35,7 +36,9 @@ def _both(monkeypatch, t, msg, to, policy="strict"):
     with monkeypatch.context() as m:
         m.setattr(dg, "_leaf_keys", lambda model, name: None)
         m.setattr(dg, "_leaf_members", lambda walk, items: None)
+        m.setattr(dg, "_quiet_plan", lambda model, name: None)
         m.setattr(dg, "_LEAF", {})
+        m.setattr(dg, "_QUIET", {})
         slow = run()
     return fast, slow
 
@@ -101,3 +104,43 @@ def test_composition_search_over_the_whole_tools_list():
         assert [c.key() for c in out.changes] == expected
         assert out.message["result"]["tools"] == tools
     assert [c.detail for c in out.changes] == ["JSON Schema keywords kept: oneOf"]
+
+
+def test_tool_shortcut_only_for_tools_the_hook_leaves_alone(monkeypatch):
+    """A Tool skips the walk only when rules/tools.py's hook says it has nothing to do
+    (``tool_definition.quiet``); each tool below but the first needs the hook or the walk. The
+    composition case is a list of its own: one such key makes every tool of its list checked."""
+    t = next(t for t in message_types("2025-11-25") if t.kind == "result" and t.method == "tools/list")
+    base = {"name": "a", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+    lists = {
+        "without composition": ([
+            base,
+            {**base, "title": "T"},
+            {**base, "outputSchema": {"type": "object"}},
+            {**base, "inputSchema": {"type": "object", "$schema": "https://json-schema.org/draft/2020-12/schema"}},
+            {**base, "annotations": {"readOnlyHint": True, "extra": 1}},
+        ], [
+            ("/result/tools/1/title", "rewrite", "TOOL-title"),
+            ("/result/tools/2/outputSchema", "drop", "TOOL-outputSchema"),
+            ("/result/tools/3/inputSchema/$schema", "keep", "TOOL-inputSchema-$schema"),
+            ("/result/tools/4/annotations/extra", "drop", "SCHEMA-undefined"),
+        ]),
+        "with composition": ([
+            base,
+            {**base, "inputSchema": {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}}}},
+        ], [
+            ("/result/tools/1/inputSchema", "keep", "TOOL-inputSchema-open"),
+        ]),
+        "outputSchema the receiver declares": ([  # toward 2025-06-18: the key is allowed, the hook still logs
+            base,
+            {**base, "outputSchema": {"type": "object", "$schema": "https://json-schema.org/draft/2020-12/schema"}},
+        ], [
+            ("/result/tools/1/outputSchema/$schema", "keep", "TOOL-inputSchema-$schema"),
+        ]),
+    }
+    for name, (tools, expected) in lists.items():
+        msg = orjson.loads(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}))  # as parsed: nothing shared
+        fast, slow = _both(monkeypatch, t, msg, "2025-06-18" if name.startswith("outputSchema") else "2025-03-26")
+        assert fast == slow, name
+        assert [(c["pointer"], c["action"], c["rule"]) for c in fast[2]] == expected, name
+        assert fast[0]["result"]["tools"][0] == base, name

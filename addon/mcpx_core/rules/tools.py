@@ -138,6 +138,24 @@ def tools_composition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
 
 tools_composition.split_safe = True  # type: ignore[attr-defined]  # it reads no element of a split list
 
+def _tool_quiet(walk: Walk, value: dict, target: dict) -> bool:
+    """True only when :func:`tool_definition` would change and log nothing for ``value``: no title
+    the target lacks, no outputSchema, and an inputSchema without ``$schema`` (where the target does
+    not declare it) and without composition keys (``walk.memo``, set for the whole list)."""
+    props = target.get("properties") or {}
+    if ("title" in value and "title" not in props) or "outputSchema" in value:
+        return False
+    sch = value.get("inputSchema")
+    sub = props.get("inputSchema")
+    if walk.policy != "strict" or sub is None or not isinstance(sch, dict):
+        return True
+    if "$schema" in sch and "$schema" not in (sub.get("properties") or {}):
+        return False
+    return walk.memo.get("composition", True) is False or not walk.fires("TOOL-inputSchema-open")
+
+
+tool_definition.quiet = _tool_quiet  # type: ignore[attr-defined]  # used by downgrade._quiet_plan
+
 #: JSON Schema keywords a legacy client's TS types do not list (TOOL-inputSchema-open: log when they reach one)
 COMPOSITION = {"$ref", "$defs", "definitions", "oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSchemas"}
 
