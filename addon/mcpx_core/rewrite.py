@@ -194,10 +194,10 @@ class Rewriter:
         server_rev = s.server_rev if s else None
         client_rev = (s.pinned_rev or s.client_rev) if s else None
         if parsed.batch and server_rev != "2025-03-26":
-            split = [self._write(exch, "c2s", m, body, "batch member: ") for m in parsed.messages]
-            if None in split:
+            members = [self._write(exch, "c2s", m, body, "batch member: ") for m in parsed.messages]
+            if None in members:
                 return None
-            exch.split = split  # type: ignore[assignment]
+            exch.split = members  # type: ignore[assignment]
             exch.batch_ids = [m.get("id") for m in parsed.messages if classify(m) == "request"]
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_REQUEST_RULE,
                                      before=f"batch of {len(parsed.messages)} messages",
