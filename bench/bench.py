@@ -66,6 +66,26 @@ def mark(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
 
+def _against(rows: list[dict], ref: str, label: str, delta: bool, intro: str) -> list[str]:
+    """Markdown lines comparing mcpx with the proxy ``ref`` of the throughput rows that have it
+    (``delta``: also bare mitmdump's CPU per call and mcpx's CPU minus ``ref``'s)."""
+    rows = [r for r in rows if f"{ref} rps" in r]
+    if not rows:
+        return []
+    head = f"| result | {label} req/s | mcpx req/s | ratio | {label} p50 | mcpx p50 | ratio | proxy CPU/call "
+    head += f"bare | {label} | mcpx | mcpx - {ref} |" if delta else f"{label} | mcpx |"
+    out = ["", intro, "", head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        line = (f"| {r['size']} | {r[ref + ' rps']:.0f} | {r['mcpx rps']:.0f} | {r['mcpx rps'] / r[ref + ' rps']:.2f}x | "
+                f"{ms(r[ref + ' p50'])} | {ms(r['mcpx p50'])} | {r['mcpx p50'] / r[ref + ' p50']:.2f}x | ")
+        if delta:
+            line += f"{ms(r['bare cpu'])} | {ms(r[ref + ' cpu'])} | {ms(r['mcpx cpu'])} | {(r['mcpx cpu'] - r[ref + ' cpu']) * 1e3:+.2f} ms |"
+        else:
+            line += f"{ms(r[ref + ' cpu'])} | {ms(r['mcpx cpu'])} |"
+        out.append(line)
+    return out
+
+
 def tables(res: dict) -> str:
     out = []
     m = res["machine"]
@@ -104,27 +124,13 @@ def tables(res: dict) -> str:
             out.append(f"| {r['size']} | {r['transport']} | {r['calls']} x {r['rounds']} | {r['direct rps']:.0f} | {r['bare rps']:.0f} | "
                        f"{r['mcpx rps']:.0f} | {r['rps ratio']:.2f}x | {ms(r['direct p50'])} | {ms(r['bare p50'])} | {ms(r['mcpx p50'])} | "
                        f"{r['p50 ratio']:.2f}x | {ms(r['bare p99'])} | {ms(r['mcpx p99'])} | {ms(r['bare cpu'])} | {ms(r['mcpx cpu'])} | {mark(ok)} |")
-        noop = [r for r in res["proxy"] if "noop rps" in r]
-        if noop:
-            out += ["", "The same JSON runs through `mitmdump -s bench/noop_addon.py`, an addon with mcpx's hook methods that does "
-                        "nothing: what mitmproxy charges for running any addon. mcpx against it is mcpx's own work:", "",
-                    "| result | noop addon req/s | mcpx req/s | ratio | noop addon p50 | mcpx p50 | ratio | proxy CPU/call bare | noop addon | mcpx | mcpx - noop |",
-                    "|---|---|---|---|---|---|---|---|---|---|---|"]
-            for r in noop:
-                out.append(f"| {r['size']} | {r['noop rps']:.0f} | {r['mcpx rps']:.0f} | {r['mcpx rps'] / r['noop rps']:.2f}x | "
-                           f"{ms(r['noop p50'])} | {ms(r['mcpx p50'])} | {r['mcpx p50'] / r['noop p50']:.2f}x | "
-                           f"{ms(r['bare cpu'])} | {ms(r['noop cpu'])} | {ms(r['mcpx cpu'])} | {(r['mcpx cpu'] - r['noop cpu']) * 1e3:+.2f} ms |")
-        sse = [r for r in res["proxy"] if "bare stream rps" in r]
-        if sse:
-            out += ["", "mcpx streams every SSE response (event by event); bare mitmdump buffers it by default. The same SSE runs "
-                        "through bare mitmdump with streaming on (`--set stream_large_bodies=1`), for the share of mitmproxy's own "
-                        "streaming mode in the figures above:", "",
-                    "| result | bare streaming req/s | mcpx req/s | ratio | bare streaming p50 | mcpx p50 | ratio | proxy CPU/call bare streaming | mcpx |",
-                    "|---|---|---|---|---|---|---|---|---|"]
-            for r in sse:
-                out.append(f"| {r['size']} | {r['bare stream rps']:.0f} | {r['mcpx rps']:.0f} | {r['mcpx rps'] / r['bare stream rps']:.2f}x | "
-                           f"{ms(r['bare stream p50'])} | {ms(r['mcpx p50'])} | {r['mcpx p50'] / r['bare stream p50']:.2f}x | "
-                           f"{ms(r['bare stream cpu'])} | {ms(r['mcpx cpu'])} |")
+        out += _against(res["proxy"], "noop", "noop addon", delta=True, intro=(
+            "The same JSON runs through `mitmdump -s bench/noop_addon.py`, an addon with mcpx's hook methods that does "
+            "nothing: what mitmproxy charges for running any addon. mcpx against it is mcpx's own work:"))
+        out += _against(res["proxy"], "bare stream", "bare streaming", delta=False, intro=(
+            "mcpx streams every SSE response (event by event); bare mitmdump buffers it by default. The same SSE runs "
+            "through bare mitmdump with streaming on (`--set stream_large_bodies=1`), for the share of mitmproxy's own "
+            "streaming mode in the figures above:"))
     if res.get("first_event"):
         f = res["first_event"]
         out += ["", "### 3. Streaming", "",

@@ -15,11 +15,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "addon"), str(ROOT / "tests"), str(ROOT / "tests" / "schema")]
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 from examples_lib import example_messages  # noqa: E402
 from mcpx_core import revisions  # noqa: E402
-from property_lib import applicable, check, message_types, messages  # noqa: E402
+from property_lib import applicable, check, each_drawn, types_toward  # noqa: E402
 from test_properties import INVALID_EXAMPLES  # noqa: E402
 
 
@@ -29,18 +28,13 @@ def main() -> int:
     stats: collections.Counter = collections.Counter()
     for i, frm in enumerate(R):
         for to in R[: i + 1]:
-            for t in message_types(frm):
-                if not applicable(t, to):
-                    continue
-
-                @settings(max_examples=n, suppress_health_check=list(HealthCheck), deadline=None, database=None, phases=[Phase.generate])
-                @given(messages(t))
-                def run(msg):
+            for t in types_toward(frm, to):
+                def one(msg, t=t, frm=frm, to=to):
                     v = check(t, msg, to)
                     stats[(frm, to, "total")] += 1
                     stats[(frm, to, "ok")] += v.valid and not v.unaccounted and v.idempotent
 
-                run()
+                each_drawn(t, n, one)
             for name, t, msg in example_messages():
                 if name in INVALID_EXAMPLES or frm != "2026-07-28" or not applicable(t, to):
                     continue

@@ -1,6 +1,7 @@
 """Start the real product for tests: ``mitmdump -s addon/mcpx.py --mode reverse:...`` on loopback."""
 from __future__ import annotations
 
+import http.client
 import os
 import pathlib
 import socket
@@ -157,3 +158,104 @@ class ScriptedMcpHandler(_http_server.BaseHTTPRequestHandler):
     def chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
+
+
+# -- a raw MCP client (JSON-RPC over HTTP/1.1, no SDK): for tests that control every byte ----------
+ACCEPT = "application/json, text/event-stream"
+
+
+def initialize_msg(revision: str, rid: Any = 0, name: str = "reliability") -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": {
+        "protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}}
+
+
+def sse_events(body: bytes) -> list[dict]:
+    """Every SSE event of a complete body: {"id", "event", "data", "lines"} (stdlib parse, LF/CRLF/CR)."""
+    out = []
+    text = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    for block in text.split(b"\n\n"):
+        if not block.strip(b"\n"):
+            continue
+        ev: dict[str, Any] = {"lines": block.split(b"\n"), "data": None, "id": None, "event": None}
+        data = []
+        for line in ev["lines"]:
+            if line.startswith(b":"):
+                continue
+            name, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if name == b"data":
+                data.append(value)
+            elif name in (b"id", b"event"):
+                ev[name.decode()] = value.decode()
+        if data:
+            ev["data"] = b"\n".join(data).decode()
+        out.append(ev)
+    return out
+
+
+def messages_of(content_type: str, body: bytes) -> list[dict]:
+    """The JSON-RPC messages a response body delivers (JSON body or SSE events)."""
+    if not body:
+        return []
+    if content_type.startswith("text/event-stream"):
+        msgs = []
+        for ev in sse_events(body):
+            if ev["data"] and ev["data"].strip():
+                v = orjson.loads(ev["data"])
+                msgs.extend(v if isinstance(v, list) else [v])
+        return msgs
+    v = orjson.loads(body)
+    return v if isinstance(v, list) else [v]
+
+
+class Client:
+    """One MCP client over one keep-alive HTTP/1.1 connection (http.client), raw JSON-RPC."""
+
+    def __init__(self, port: int, path: str = "/mcp", timeout: float = 30, headers: dict | None = None):
+        self.port, self.path, self.timeout = port, path, timeout
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.session: str | None = None
+        self.revision: str | None = None
+        self.extra = headers or {}
+
+    def headers(self, extra: dict | None = None) -> dict:
+        h = {"content-type": "application/json", "accept": ACCEPT, **self.extra}
+        if self.session:
+            h["mcp-session-id"] = self.session
+        if self.revision and self.revision >= "2025-06-18":
+            h["mcp-protocol-version"] = self.revision
+        h.update(extra or {})
+        return h
+
+    def post(self, message: Any, extra: dict | None = None, raw: bytes | None = None) -> tuple[int, dict, bytes]:
+        body = raw if raw is not None else orjson.dumps(message)
+        for attempt in (0, 1):
+            try:
+                self.conn.request("POST", self.path, body, self.headers(extra))
+                r = self.conn.getresponse()
+                data = r.read()
+                return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # the proxy closed an idle keep-alive connection: reconnect once
+                self.conn.close()
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def rpc(self, message: Any, extra: dict | None = None) -> tuple[int, dict, list[dict]]:
+        status, headers, body = self.post(message, extra)
+        return status, headers, messages_of(headers.get("content-type", ""), body)
+
+    def initialize(self, revision: str, name: str = "reliability") -> dict:
+        status, headers, msgs = self.rpc(initialize_msg(revision, name=name))
+        assert status == 200, (status, msgs)
+        self.session = headers.get("mcp-session-id")
+        result = msgs[-1]["result"]
+        self.revision = result["protocolVersion"]
+        status, _, _ = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert status in (200, 202), status
+        return result
+
+    def close(self) -> None:
+        self.conn.close()

@@ -87,7 +87,6 @@ class Walk:
         self.rules = ids.index()
         self.kind: str | None = None
         self.leaf = _LEAF.setdefault(to_rev, {})
-        self.quiet = _QUIET.setdefault(to_rev, {})
         #: a large body's array read one element at a time (see :func:`split_path`), or None
         self.split: json_body.ArraySplit | None = None
         #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
@@ -117,19 +116,12 @@ class Walk:
     # -- the walk ------------------------------------------------------------------------
     def named(self, value: Any, name: str, ptr: str) -> Any:
         """Walk ``value`` as the target's definition ``name``."""
-        leaf = self.leaf.get(name, _MISSING)
-        if leaf is _MISSING:
-            leaf = self.leaf[name] = _leaf_keys(self.model, name)
-        if value.__class__ is dict:
-            if leaf is not None:
-                if leaf.issuperset(value):
-                    return value  # every key is one the walk has nothing to do for (see _leaf_keys)
-            else:
-                plan = self.quiet.get(name, _MISSING)
-                if plan is _MISSING:
-                    plan = self.quiet[name] = _quiet_plan(self.model, name)
-                if plan is not None and plan.holds(self, value):
-                    return value  # nothing for the walk nor the definition's hooks (see _quiet_plan)
+        short = self.leaf.get(name, _MISSING)
+        if short is _MISSING:
+            short = self.leaf[name] = _shortcut(self.model, name)
+        if short is not None and value.__class__ is dict \
+                and (short.issuperset(value) if short.__class__ is frozenset else short.holds(self, value)):
+            return value  # nothing for the walk nor the definition's hooks (see _shortcut)
         node = self.model.defs.get(name)
         if node is None:
             return value
@@ -232,7 +224,7 @@ class Walk:
         if fast is _MISSING or (fast is not None and fast[0] is not items):
             fast = self.leaf[id(items)] = _leaf_members(self, items)  # type: ignore[index]
         table = fast[1] if fast is not None else None
-        plan = fast[2] if fast is not None else None
+        short = fast[2] if fast is not None else None
         out = None
         for i, el in enumerate(value):
             if table is not None and el.__class__ is dict:
@@ -244,7 +236,8 @@ class Walk:
                     if out is not None:
                         out.append(el)
                     continue  # a union member with nothing to do (what node() would find, in one lookup)
-            elif plan is not None and el.__class__ is dict and plan.holds(self, el):
+            elif short is not None and el.__class__ is dict \
+                    and (short.issuperset(el) if short.__class__ is frozenset else short.holds(self, el)):
                 if out is not None:
                     out.append(el)
                 continue  # e.g. a Tool with nothing to do: what named() would find
@@ -415,8 +408,8 @@ _MISSING = object()
 #: "$ref" -> definition name (the same in every revision's schema)
 _REF_NAMES: dict[str, str] = {}
 _SENTINEL_TEXT = json_body.SPLIT_SENTINEL.strip("\x00")
-#: revision -> definition name -> :func:`_leaf_keys` (None: no shortcut for that definition)
-_LEAF: dict[str, dict[str, frozenset | None]] = {}
+#: revision -> definition name -> :func:`_shortcut` (and id of array items -> :func:`_leaf_members`)
+_LEAF: dict[str, dict] = {}
 
 
 def _leaf_keys(model: revisions.SchemaModel, name: str) -> frozenset | None:
@@ -456,10 +449,6 @@ class _Quiet:
         return True
 
 
-#: revision -> definition name -> :func:`_quiet_plan`
-_QUIET: dict[str, dict[str, _Quiet | None]] = {}
-
-
 def _quiet_plan(model: revisions.SchemaModel, name: str) -> _Quiet | None:
     """For a plain object definition whose hooks each say when they have nothing to do (a
     ``quiet(walk, value, target)`` attribute, e.g. rules/tools.py's Tool hook) and whose other
@@ -488,11 +477,18 @@ def _quiet_plan(model: revisions.SchemaModel, name: str) -> _Quiet | None:
     return _Quiet(skip | {k for k, _ in nested}, tuple(nested), tuple(h.quiet for h in hooks), node)
 
 
-def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict | None, _Quiet | None] | None:
+def _shortcut(model: revisions.SchemaModel, name: str) -> frozenset | _Quiet | None:
+    """How :meth:`Walk.named` tells that an object of definition ``name`` needs nothing: the
+    :func:`_leaf_keys` set (no hooks), else a :func:`_quiet_plan`, else None (walk it)."""
+    leaf = _leaf_keys(model, name)
+    return leaf if leaf is not None else _quiet_plan(model, name)
+
+
+def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict | None, frozenset | _Quiet | None] | None:
     """For array ``items`` that are a union discriminated by ``type`` (content blocks): (items,
     {``type`` const: :func:`_leaf_keys` of that member}, None) for the members that have them, so
     an element holding only such keys skips the walk; for items ``{"$ref": X}``: (items, None,
-    :func:`_quiet_plan` of X); None for other items. The union's named rules (:data:`UNION_PRE`)
+    :func:`_shortcut` of X); None for other items. The union's named rules (:data:`UNION_PRE`)
     and array members rule the shortcut out."""
     model = walk.model
     schema = items
@@ -500,8 +496,8 @@ def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict | None, _Quiet 
         name = model.ref_name(schema["$ref"])
         schema = model.defs.get(name) or {}
         if "anyOf" not in schema:
-            plan = _quiet_plan(model, name) if _leaf_keys(model, name) is None else None
-            return (items, None, plan) if plan is not None else None
+            short = _shortcut(model, name)
+            return (items, None, short) if short is not None else None
     members = schema.get("anyOf")
     if not isinstance(members, list) or "$ref" in schema or "allOf" in schema:
         return None

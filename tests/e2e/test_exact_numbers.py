@@ -11,13 +11,11 @@ a scripted loopback server (stdlib HTTP) at 2025-06-18 with one 30-digit integer
 """
 from __future__ import annotations
 
-import http.client
 import json
 
-import orjson
 import pytest
 
-from proxy_lib import LoopbackServer, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler
 
 BIG = 123456789012345678901234567890
 BIG_BYTES = b"123456789012345678901234567890"
@@ -64,30 +62,20 @@ def server():
     srv.stop()
 
 
-def _post(conn, payload: bytes, headers: dict) -> bytes:
-    conn.request("POST", "/mcp", payload, headers)
-    r = conn.getresponse()
-    return r.read()
-
-
 def test_big_integers_survive_batch_reassembly_and_local_answers(server, tmp_path):
     with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_pin": "bigint-client=2025-03-26"}) as px:
-        conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bigint-client", "version": "1"}}}
-        assert orjson.loads(_post(conn, json.dumps(init).encode(), headers))["result"]["protocolVersion"] == "2025-03-26"
-        headers["mcp-session-id"] = "bigint-1"
+        client = Client(px.port)
+        assert client.initialize("2025-06-18", name="bigint-client")["protocolVersion"] == "2025-03-26"
         calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "x", "arguments": {}}} for i in (1, 2)]
-        body = _post(conn, json.dumps(calls).encode(), headers)
+        _, _, body = client.post(calls)
         assert body.count(BIG_BYTES) == 2
         answers = json.loads(body)  # stdlib json: exact integers
         assert [a["result"]["_meta"]["n"] for a in answers] == [BIG, BIG]
         assert answers[1]["result"]["content"][0]["annotations"] == {"lastModified": "2025-01-12T15:00:58Z"}  # untouched
         req = b'{"jsonrpc":"2.0","id":%s,"method":"tasks/get","params":{"taskId":"t"}}' % BIG_BYTES
-        answer = _post(conn, req, headers)
+        _, _, answer = client.post(None, raw=req)
         assert json.loads(answer) == {"jsonrpc": "2.0", "id": BIG, "error": {"code": -32601, "message": "Method not found"}}
-        conn.close()
+        client.close()
     assert json.loads(Handler.seen[-1])["id"] == BIG  # the server got the request, id exact
     records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["detail"]) for c in px.changes()]
     inexact = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; forwarded untouched"

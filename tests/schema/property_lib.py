@@ -8,6 +8,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from mcpx_core import revisions
@@ -52,6 +53,23 @@ def applicable(t: MessageType, to_rev: str) -> bool:
     if t.kind == "result":
         return t.method in (m.client_requests if t.direction == "s2c" else m.server_requests)
     return True
+
+
+def types_toward(frm: str, to: str) -> list[MessageType]:
+    """The message types of revision ``frm`` that can reach a ``to`` receiver (:func:`applicable`)."""
+    return [t for t in message_types(frm) if applicable(t, to)]
+
+
+def each_drawn(t: MessageType, examples: int, fn) -> None:
+    """Call ``fn(message)`` for ``examples`` messages of type ``t`` drawn from its schema
+    (generation only: no shrinking, no example database, no deadline)."""
+    @settings(max_examples=examples, suppress_health_check=list(HealthCheck), deadline=None, database=None,
+              phases=[Phase.generate])
+    @given(messages(t))
+    def run(msg):
+        fn(msg)
+
+    run()
 
 
 def messages(t: MessageType):

@@ -16,10 +16,9 @@ import os
 import pathlib
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 from mcpx_core import revisions
-from property_lib import applicable, check, message_types, messages
+from property_lib import applicable, check, each_drawn, types_toward
 from examples_lib import example_messages
 from schema_check import message_errors
 
@@ -30,19 +29,13 @@ PAIRS = [(f, t) for i, f in enumerate(revisions.REVISIONS) for t in revisions.RE
 @pytest.mark.parametrize("frm,to", PAIRS, ids=[f"{f}->{t}" for f, t in PAIRS])
 def test_downgraded_instances_validate(frm, to):
     failures = []
-    for t in message_types(frm):
-        if not applicable(t, to):
-            continue
-
-        @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck), deadline=None, database=None,
-                  phases=[Phase.generate])
-        @given(messages(t))
-        def run(msg):
+    for t in types_toward(frm, to):
+        def one(msg, t=t):
             v = check(t, msg, to)
             if not (v.valid and not v.unaccounted and v.idempotent):
                 failures.append((t.label, v.errors[:2], v.unaccounted[:3], v.idempotent, json.dumps(msg)[:300]))
 
-        run()
+        each_drawn(t, EXAMPLES, one)
     assert failures == []
 
 

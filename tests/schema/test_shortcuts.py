@@ -14,13 +14,12 @@ import os
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 from mcpx_core import downgrade as dg
 from mcpx_core import revisions
 from mcpx_core.downgrade import classify, downgrade
 from examples_lib import example_messages
-from property_lib import applicable, message_types, messages
+from property_lib import applicable, each_drawn, message_types, types_toward
 
 EXAMPLES = int(os.environ.get("MCPX_PROPERTY_EXAMPLES", "8"))
 PAIRS = [(f, t) for i, f in enumerate(revisions.REVISIONS) for t in revisions.REVISIONS[: i + 1]]
@@ -38,7 +37,6 @@ def _both(monkeypatch, t, msg, to, policy="strict"):
         m.setattr(dg, "_leaf_members", lambda walk, items: None)
         m.setattr(dg, "_quiet_plan", lambda model, name: None)
         m.setattr(dg, "_LEAF", {})
-        m.setattr(dg, "_QUIET", {})
         slow = run()
     return fast, slow
 
@@ -46,14 +44,8 @@ def _both(monkeypatch, t, msg, to, policy="strict"):
 @pytest.mark.parametrize("frm,to", PAIRS, ids=[f"{f}->{t}" for f, t in PAIRS])
 def test_shortcuts_change_nothing(frm, to, monkeypatch):
     diffs, n = [], 0
-    for t in message_types(frm):
-        if not applicable(t, to):
-            continue
-
-        @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck), deadline=None, database=None,
-                  phases=[Phase.generate])
-        @given(messages(t))
-        def run(msg):
+    for t in types_toward(frm, to):
+        def one(msg, t=t):
             nonlocal n
             n += 1
             for policy in ("strict", "lenient"):
@@ -61,7 +53,7 @@ def test_shortcuts_change_nothing(frm, to, monkeypatch):
                 if fast != slow:
                     diffs.append((t.label, policy, json.dumps(msg)[:300]))
 
-        run()
+        each_drawn(t, EXAMPLES, one)
     assert n > 0 and diffs == []
 
 

@@ -13,14 +13,13 @@ import os
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 from mcpx_core import revisions, rewrite
 from mcpx_core.framing import json_body
 from mcpx_core.framing.sse import SSEParser
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter
 from mcpx_core.session import SessionStore
-from property_lib import applicable, message_types, messages
+from property_lib import each_drawn, types_toward
 
 EXAMPLES = int(os.environ.get("MCPX_PROPERTY_EXAMPLES", "8"))
 LISTS = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
@@ -61,13 +60,10 @@ def both(monkeypatch, body, method, frm, to, policy="strict", sse=False):
 @pytest.mark.parametrize("frm,to", PAIRS, ids=[f"{f}->{t}" for f, t in PAIRS])
 def test_split_equals_whole_for_drawn_list_results(frm, to, monkeypatch):
     diffs, split_n = [], 0
-    for t in message_types(frm):
-        if t.kind != "result" or t.method not in LISTS or not applicable(t, to):
+    for t in types_toward(frm, to):
+        if t.kind != "result" or t.method not in LISTS:
             continue
 
-        @settings(max_examples=EXAMPLES * 2, suppress_health_check=list(HealthCheck), deadline=None, database=None,
-                  phases=[Phase.generate])
-        @given(messages(t))
         def run(msg):
             variants = [msg]
             if "resultType" in msg["result"]:  # drawn values are rarely "complete", which keeps the result
@@ -75,7 +71,7 @@ def test_split_equals_whole_for_drawn_list_results(frm, to, monkeypatch):
             for m in variants:
                 check(m)
 
-        def check(msg):
+        def check(msg, t=t):
             nonlocal split_n
             try:
                 body = orjson.dumps(msg)
@@ -87,7 +83,7 @@ def test_split_equals_whole_for_drawn_list_results(frm, to, monkeypatch):
                 if (o1, r1, m1) != (o2, r2, m2):
                     diffs.append((t.method, policy, sse, body[:300], o1 == o2, r1 == r2, m1 == m2, str(r1)[:600], str(r2)[:600]))
 
-        run()
+        each_drawn(t, EXAMPLES * 2, run)
     assert diffs == [] and split_n > 0
 
 

@@ -8,7 +8,7 @@ This module knows nothing of MCP rules.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,37 +67,39 @@ def exact(value: Any, source: bytes | str | memoryview) -> bool:
     """
     if isinstance(source, memoryview):
         source = source.tobytes()
-    stack = [value]
-    suspect = False
-    budget = WALK_BUDGET
-    while stack:
-        budget -= 1
-        if not budget and not _long_digit_run(source):
-            return True
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif isinstance(v, float) and abs(v) >= 2.0**63 and v.is_integer():
-            suspect = True
-            break
+    suspect = _any_leaf(value, inexact_number, WALK_BUDGET)
+    if suspect is None:  # a large value: the bytes first, the rest of the walk only when they hold a long number
+        suspect = _long_digit_run(source) and _any_leaf(value, inexact_number)
     if not suspect:
         return True
     import json
     try:
-        stack = [json.loads(source)]
+        reread = json.loads(source)
     except (ValueError, RecursionError):
         return True
+    return not _any_leaf(reread, _beyond_64_bits)
+
+
+def _any_leaf(value: Any, test: Callable[[Any], bool], budget: int = 0) -> bool | None:
+    """Whether ``test`` holds for a scalar anywhere in ``value`` (a parsed JSON value); None when
+    ``budget`` values (if not 0) were looked at without finding one."""
+    stack = [value]
     while stack:
+        budget -= 1
+        if not budget:
+            return None
         v = stack.pop()
         if isinstance(v, dict):
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
-        elif isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
-            return False
-    return True
+        elif test(v):
+            return True
+    return False
+
+
+def _beyond_64_bits(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64
 
 
 def response_texts(data: bytes | memoryview) -> list[bytes]:
@@ -125,16 +127,7 @@ def inexact_number(value: Any) -> bool:
 
 def holds_inexact(value: Any) -> bool:
     """Whether ``value`` (a parsed JSON value) holds an :func:`inexact_number` anywhere."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-        elif inexact_number(v):
-            return True
-    return False
+    return bool(_any_leaf(value, inexact_number))
 
 
 #: values :func:`exact` walks before it looks at the source bytes instead
