@@ -115,9 +115,6 @@ class SchemaModel:
                 return cand
         return "Result"
 
-    def defines_method(self, method: str) -> bool:
-        return method in self.requests or method in self.notifications
-
 
 @functools.cache
 def model(revision: str) -> SchemaModel:
