@@ -100,3 +100,16 @@ def test_structured_content_with_an_integer_beyond_64_bits_passes_through():
     assert rw.response_json(exch, body) is None
     assert [(c.action, c.rule) for c in exch.changes] == [("passthrough", "PASSTHROUGH-error")]
     assert "structuredContent holds an integer outside" in exch.changes[0].detail
+
+
+def test_rewritten_event_keeps_its_end_after_a_line_ending_in_a_lone_cr():
+    """A comment ending in a lone CR, written before the event's closing LF, used to read as one
+    CRLF line end: the blank line that ends the event was lost, and the message with it (found by
+    a new-user run of the fuzz tests). Every line of a rewritten event now ends as its blank line."""
+    parser = SSEParser()
+    (ev,) = parser.feed(b'data\n:\rdata: {"a":1}\n\n')
+    out = ev.with_data([b'{"b":2}'])
+    assert out == b'data: {"b":2}\n:\n\n'
+    again = SSEParser()
+    assert [(e.payload, e.lines) for e in again.feed(out)] == [(b'{"b":2}', [(b'data: {"b":2}', b"\n"), (b":", b"\n")])]
+    assert again.close() == ([], b"")

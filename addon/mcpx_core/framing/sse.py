@@ -82,6 +82,9 @@ class Event:
         One payload -> the same event with one ``data:`` line where the first data line stood.
         Several -> one event per payload, each repeating the event's other fields (the
         ``id:`` only on the last one, so a resuming client does not skip any). None -> a comment.
+        Every line written ends as the event's blank line does (``terminator``): a kept line that
+        ended in a lone CR, written before an LF, would read as one CRLF and swallow the blank line
+        that ends the event.
         """
         nl = self.terminator
         if not payloads:
@@ -91,7 +94,7 @@ class Event:
             last = i == len(payloads) - 1
             buf = []
             placed = False
-            for line, term in self.lines:
+            for line, _ in self.lines:
                 name = line.split(b":", 1)[0]
                 if name == b"data":
                     if not placed:
@@ -100,7 +103,7 @@ class Event:
                     continue
                 if name == b"id" and not last:
                     continue
-                buf.append(line + term)
+                buf.append(line + nl)
             if not placed:
                 buf.append(b"data: " + payload + nl)
             out.append(b"".join(buf) + nl)
