@@ -51,8 +51,10 @@ def test_sse_event_payload_is_bytes_decoded_on_demand():
     assert ok.payload == '{"t":"café"}'.encode() and ok.data == '{"t":"café"}' and not ok.decode_error
     assert ok.lines == [(b"event: message", b"\r\n"), (b'data: {"t":"caf\xc3\xa9"}', b"\r\n")]
     assert bad.payload == b"\xff" and bad.data is None and bad.decode_error and not bad.blank()
-    blank = SSEParser().feed(b"id: 1\ndata: \xc2\xa0 \n\n")[0]  # NO-BREAK SPACE: str.strip() removes it
+    blank = SSEParser().feed(b"id: 1\ndata:  \t \n\n")[0]
     assert blank.blank() and blank.last_id == "1"
+    for odd in (b"\xc2\xa0", b"\x1c"):  # NO-BREAK SPACE, FILE SEPARATOR: str.strip() removes them, but they are data
+        assert not SSEParser().feed(b"data: " + odd + b"\n\n")[0].blank()
 
 
 def test_change_record_validation_and_log_line(tmp_path):

@@ -70,11 +70,13 @@ class Event:
         return self.payload is not None and self.data is None
 
     def blank(self) -> bool:
-        """Whether the data buffer is empty or whitespace only (``str.strip``), e.g. a priming event."""
+        """Whether the data buffer is empty or ASCII whitespace only (``bytes.strip``), e.g. a
+        priming event. Other characters Python counts as space (U+001C, U+00A0...) are data: such
+        an event is not JSON and passes through untouched."""
         p = self.payload
-        if p is None or p[:1] in (b"{", b"["):  # a JSON message: not blank, without decoding it
+        if p is None or p[:1] in (b"{", b"["):  # a JSON message: not blank, without looking further
             return False
-        return self.data is not None and self.data.strip() == ""
+        return not p.strip()
 
     def with_data(self, payloads: list[bytes]) -> bytes:
         """The event re-emitted with its data fields replaced by ``payloads``.
