@@ -23,55 +23,19 @@ union members and runs the named rules (REVISIONS.md section 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from . import revisions
 from .changes import Change, summarize
 from .framing import json_body
-from .rules import ids
+from .rules import REGISTRY, ids
+from .rules.api import DROP, Outcome, Reject, escape  # noqa: F401  (re-exported: the walk's vocabulary)
 
 Kind = Literal["request", "notification", "result", "error"]
 Direction = Literal["s2c", "c2s"]
 Policy = Literal["strict", "lenient"]
 
-DROP = object()  #: returned by a rule or the walker: remove this value from its parent
-_OPEN = ({}, True)
 RESERVED_META_PREFIXES = ("io.modelcontextprotocol/", "modelcontextprotocol.io/")
-
-
-def escape(token: str) -> str:
-    """RFC 6901 escaping of one JSON Pointer reference token."""
-    return token.replace("~", "~0").replace("/", "~1") if ("~" in token or "/" in token) else token
-
-
-class Reject(Exception):
-    """A named rule found that the message cannot be expressed for the receiver.
-
-    ``code``/``message`` are the JSON-RPC error the *sender* should get instead (REVISIONS.md 7.3).
-    """
-
-    def __init__(self, rule: str, pointer: str, code: int, message: str):
-        super().__init__(message)
-        self.rule, self.pointer, self.code, self.message = rule, pointer, code, message
-
-
-@dataclass
-class Outcome:
-    """What to deliver for one message.
-
-    ``message`` is the (possibly mutated) message, or None when it must not be delivered;
-    ``changes`` lists every change; ``reply`` is a JSON-RPC error object to send back to the
-    sender instead (reject rules), or None.
-    """
-
-    message: dict | None
-    changes: list[Change] = field(default_factory=list)
-    reply: dict | None = None
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.changes)
 
 
 class Walk:
@@ -128,7 +92,7 @@ class Walk:
         hooks = TYPE_HOOKS.get(name)
         if hooks and isinstance(value, dict):
             for hook in hooks:
-                value = hook(self, value, ptr, node)
+                value = hook.fn(self, value, ptr, node)
                 if value is DROP:
                     return DROP
         return self.node(value, node, ptr, name)
@@ -462,7 +426,7 @@ def _quiet_plan(model: revisions.SchemaModel, name: str) -> _Quiet | None:
     if not isinstance(props, dict):
         return None
     hooks = TYPE_HOOKS.get(name, ())
-    if not all(callable(getattr(h, "quiet", None)) for h in hooks):
+    if not all(callable(h.quiet) for h in hooks):
         return None
     skip = _skips(props, name)
     nested = []
@@ -636,23 +600,13 @@ def union_family(names: list[str | None]) -> str:
     return "other"
 
 
-Hook = Callable[[Walk, dict, str, dict], Any]
-#: (definition, property) pairs whose value is an open JSON document (e.g. a JSON Schema): not entered
-OPEN_FIELDS: set[tuple[str, str]] = set()
-#: target definition name -> hooks run before the generic walk of an object of that type
-TYPE_HOOKS: dict[str, list[Hook]] = {}
-#: union family -> rule run before member selection (may rewrite or DROP the value)
-UNION_PRE: dict[str, Callable] = {}
-#: union family -> rule for a value whose discriminator no target member has
-UNION_MISS: dict[str, Callable] = {}
-
-
-def type_hook(*names: str):
-    def deco(fn: Hook) -> Hook:
-        for n in names:
-            TYPE_HOOKS.setdefault(n, []).append(fn)
-        return fn
-    return deco
+# The rule tables (rules/api.py, registered in rules/__init__.py): read by the walk.
+OPEN_FIELDS = REGISTRY.open_fields
+TYPE_HOOKS = REGISTRY.type_hooks
+UNION_PRE = REGISTRY.union_pre
+UNION_MISS = REGISTRY.union_miss
+MESSAGE_HOOKS = REGISTRY.message_hooks
+AFTER_HOOKS = REGISTRY.after_hooks
 
 
 def split_path(method: str | None, to_rev: str) -> tuple[str, str] | None:
@@ -666,7 +620,7 @@ def split_path(method: str | None, to_rev: str) -> tuple[str, str] | None:
         return None
     model = revisions.model(to_rev)
     name = model.result_for(method)
-    if name == "Result" or not all(getattr(h, "split_safe", False) for h in TYPE_HOOKS.get(name, ())):
+    if name == "Result" or not all(h.split_safe for h in TYPE_HOOKS.get(name, ())):
         return None
     node = model.defs.get(name) or {}
     arrays = [k for k, v in (node.get("properties") or {}).items() if isinstance(v, dict) and v.get("type") == "array"]
@@ -718,7 +672,7 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
             pschema = _params_schema(model, name, "Request" if kind == "request" else "Notification")
             if isinstance(params, dict) and pschema:
                 for hook in TYPE_HOOKS.get(name + ".params", ()):
-                    params = hook(walk, params, "/params", pschema)
+                    params = hook.fn(walk, params, "/params", pschema)
                 new = walk.node(params, pschema, "/params", name)
                 message["params"] = new
         elif kind == "result":
@@ -740,12 +694,3 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
             out.changes[:0] = walk.changes
             return out
     return Outcome(message, walk.changes)
-
-
-#: hooks run before the walk: (walk, message, kind, method, request_id) -> Outcome | None
-MESSAGE_HOOKS: list[Callable] = []
-#: hooks run after the walk, same signature
-AFTER_HOOKS: list[Callable] = []
-
-# Register the named rules (modules add themselves to the tables above on import).
-from .rules import capabilities, content, elicitation, messages, tools  # noqa: E402,F401

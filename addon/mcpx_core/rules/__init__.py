@@ -1,0 +1,16 @@
+"""The named rules, registered in one list (like mitmproxy's ``contentviews``).
+
+Each module exports ``RULES`` (values of :mod:`.api`); :data:`REGISTRY` holds them in this
+order, which is the order message hooks run in. :mod:`mcpx_core.downgrade` reads the registry
+and imports no rule module itself; rule modules import only :mod:`.api` (and helpers), so there
+is no import circle between the walk and the rules.
+"""
+
+from __future__ import annotations
+
+from . import capabilities, content, elicitation, messages, tools
+from .api import Registry
+
+#: every named rule, in registration order
+ALL = [*messages.RULES, *capabilities.RULES, *content.RULES, *elicitation.RULES, *tools.RULES]
+REGISTRY = Registry(ALL)

@@ -13,10 +13,14 @@ sampling.tools, ...) are dropped by the generic schema walk with their own recor
 
 from __future__ import annotations
 
-from ..downgrade import Walk, type_hook
+from typing import TYPE_CHECKING
+
+from .api import TypeHook
+
+if TYPE_CHECKING:
+    from ..downgrade import Walk
 
 
-@type_hook("ClientCapabilities")
 def elicitation_modes(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     elic = value.get("elicitation")
     sub = (target.get("properties") or {}).get("elicitation")
@@ -31,9 +35,11 @@ def elicitation_modes(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     return value
 
 
-@type_hook("CreateMessageResult")
 def stop_reason(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     if value.get("stopReason") == "toolUse" and walk.fires("SAMP-stopReason-toolUse"):
         walk.log(f"{ptr}/stopReason", "rewrite", "SAMP-stopReason-toolUse", "toolUse", "endTurn")
         value["stopReason"] = "endTurn"
     return value
+
+
+RULES = [TypeHook(("ClientCapabilities",), elicitation_modes), TypeHook(("CreateMessageResult",), stop_reason)]

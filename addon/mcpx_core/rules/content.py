@@ -23,12 +23,16 @@ Rules (ids of revision-delta.json):
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..downgrade import DROP, UNION_MISS, Walk
+
 from . import ids
+from .api import UnionMiss
+
+if TYPE_CHECKING:
+    from ..downgrade import Walk
 
 _KEEP_ON_BLOCK = ("annotations", "_meta")
 
@@ -115,5 +119,4 @@ def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -
     return new
 
 
-UNION_MISS["content"] = content_miss
-_ = DROP  # re-exported sentinel for rule modules
+RULES = [UnionMiss("content", content_miss)]

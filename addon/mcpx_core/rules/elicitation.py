@@ -7,14 +7,19 @@ The target's PrimitiveSchemaDefinition union decides what a property schema may 
   -> ``{type: string, enum: [consts], enumNames: [titles]}`` (title/description kept, default dropped).
 - ``ELIC-enum-multi`` (schema/2025-11-25/schema.ts:2352, 2391): ``type: "array"`` properties cannot be
   expressed: an optional one is removed from ``properties``; a required one makes the whole request
-  inexpressible (:class:`~mcpx_core.downgrade.Reject` with -32602 toward the server).
+  inexpressible (:class:`~mcpx_core.rules.api.Reject` with -32602 toward the server).
 - Defaults, ``mode``, ``$schema`` and other fields the target lacks are dropped by the generic walk
   (ELIC-default-string-number, ELIC-mode-field, ELIC-requestedSchema-$schema).
 """
 
 from __future__ import annotations
 
-from ..downgrade import Reject, Walk, escape, type_hook
+from typing import TYPE_CHECKING
+
+from .api import Reject, TypeHook, escape
+
+if TYPE_CHECKING:
+    from ..downgrade import Walk
 
 
 def _members(walk: Walk) -> list[dict]:
@@ -35,7 +40,6 @@ def _allows(members: list[dict], typ: str, key: str) -> bool:
     return False
 
 
-@type_hook("ElicitRequest.params")
 def requested_schema(walk: Walk, params: dict, ptr: str, target: dict) -> dict:
     if params.get("mode") == "url" or "requestedSchema" not in params:
         if "url" not in (target.get("properties") or {}):
@@ -77,7 +81,6 @@ def requested_schema(walk: Walk, params: dict, ptr: str, target: dict) -> dict:
     return params
 
 
-@type_hook("ElicitResult")
 def array_answers(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     """ELIC-result-array-values: a multi-select answer (string[]) toward a server whose ElicitResult
     content is primitives only (schema/2025-06-18/schema.ts:1556) is joined with "," and logged."""
@@ -93,3 +96,6 @@ def array_answers(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
             walk.log(f"{ptr}/content/{escape(k)}", "rewrite", "ELIC-result-array-values", v, joined)
             content[k] = joined
     return value
+
+
+RULES = [TypeHook(("ElicitRequest.params",), requested_schema), TypeHook(("ElicitResult",), array_answers)]

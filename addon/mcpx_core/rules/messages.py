@@ -19,11 +19,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import revisions
-from ..downgrade import AFTER_HOOKS, MESSAGE_HOOKS, Outcome, Walk
-from . import ids
+from .api import MessageHook, Outcome
+
+if TYPE_CHECKING:
+    from ..downgrade import Walk
 
 #: code -> (new code, rule, revision that introduced the code)
 ERROR_CODES = {
@@ -125,6 +127,5 @@ def task_result(walk: Walk, message: dict, kind: str, method: str | None, reques
     return Outcome(message, [])
 
 
-MESSAGE_HOOKS.extend([undefined_method, result_type, task_result, error_codes])
-AFTER_HOOKS.append(required_params)
-_ = ids
+RULES = [MessageHook(undefined_method), MessageHook(result_type), MessageHook(task_result), MessageHook(error_codes),
+         MessageHook(required_params, after=True)]

@@ -19,11 +19,16 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import orjson
 
-from ..downgrade import OPEN_FIELDS, Walk, type_hook
+
 from ..framing import json_body
+from .api import OpenField, TypeHook
+
+if TYPE_CHECKING:
+    from ..downgrade import Walk
 
 
 def _starts(value) -> str:
@@ -53,7 +58,6 @@ def _carries_json(content: list, value) -> bool:
     return False
 
 
-@type_hook("CallToolResult")
 def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     if "structuredContent" not in value:
         return value
@@ -82,7 +86,6 @@ def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     return value
 
 
-@type_hook("Tool")
 def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     props = target.get("properties") or {}
     if "title" in value and "title" not in props and "annotations" in props:
@@ -117,7 +120,6 @@ def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     return value
 
 
-@type_hook("ListToolsResult")
 def tools_composition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     """TOOL-inputSchema-open for the whole list at once: one serialisation of every tool's
     inputSchema and a search for the keys of :data:`COMPOSITION`. orjson writes every key as
@@ -136,7 +138,6 @@ def tools_composition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     return value
 
 
-tools_composition.split_safe = True  # type: ignore[attr-defined]  # it reads no element of a split list
 
 def _tool_quiet(walk: Walk, value: dict, target: dict) -> bool:
     """True only when :func:`tool_definition` would change and log nothing for ``value``: no title
@@ -154,7 +155,6 @@ def _tool_quiet(walk: Walk, value: dict, target: dict) -> bool:
     return walk.memo.get("composition", True) is False or not walk.fires("TOOL-inputSchema-open")
 
 
-tool_definition.quiet = _tool_quiet  # type: ignore[attr-defined]  # used by downgrade._quiet_plan
 
 #: JSON Schema keywords a legacy client's TS types do not list (TOOL-inputSchema-open: log when they reach one)
 COMPOSITION = {"$ref", "$defs", "definitions", "oneOf", "anyOf", "allOf", "not", "if", "then", "else", "dependentSchemas"}
@@ -189,10 +189,8 @@ def _composition_used(schema: dict) -> list[str]:
     return sorted(COMPOSITION & _keywords(schema))
 
 
-OPEN_FIELDS.update({("Tool", "inputSchema"), ("Tool", "outputSchema")})
 
 
-@type_hook("CompleteResult")
 def completion_values(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     comp = value.get("completion")
     if isinstance(comp, dict) and isinstance(comp.get("values"), list) and len(comp["values"]) > 100:
@@ -200,3 +198,13 @@ def completion_values(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
         del comp["values"][100:]
         comp["hasMore"] = True
     return value
+
+
+RULES = [
+    TypeHook(("CallToolResult",), structured_content),
+    TypeHook(("Tool",), tool_definition, quiet=_tool_quiet),  # quiet: used by downgrade._quiet_plan
+    TypeHook(("ListToolsResult",), tools_composition, split_safe=True),  # it reads no element of a split list
+    TypeHook(("CompleteResult",), completion_values),
+    OpenField("Tool", "inputSchema"),
+    OpenField("Tool", "outputSchema"),
+]
