@@ -20,7 +20,6 @@ import os
 import sys
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -23,7 +23,7 @@ union members and runs the named rules (REVISIONS.md section 0).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from . import revisions
 from .changes import Change, summarize
