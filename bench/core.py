@@ -37,7 +37,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "addon")]
 import orjson  # noqa: E402
 
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter  # noqa: E402
-from mcpx_core.session import SessionStore  # noqa: E402
+from mcpx_core.session import SessionTracker  # noqa: E402
 from payloads import KINDS, METHOD, REVISION, SIZES, result_body  # noqa: E402
 
 
@@ -49,7 +49,7 @@ class Target:
     """The rewrite of one body, as the addon does it (fresh Exchange per call, shared session)."""
 
     def __init__(self, kind: str):
-        self.store = SessionStore()
+        self.store = SessionTracker()
         self.session = self.store.create("bench")
         self.session.client_rev = self.session.server_rev = REVISION
         self.rewriter = Rewriter(self.store)

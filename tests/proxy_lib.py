@@ -41,9 +41,15 @@ class Proxy:
         self.out_path = workdir / f"mitmdump-{self.port}.log"
         argv = [mitmdump_bin(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port)]
         opts: dict[str, Any] = {"connection_strategy": "lazy", "termlog_verbosity": "info", "flow_detail": 0}
+        #: the file with the keys that seal session ids (one per workdir: replicas of a test share it)
+        self.key_path = workdir / "mcpx-session.key"
         if script:
             argv += ["-s", str(ADDON)]
             opts["mcpx_log"] = self.log_path
+            if "mcpx_session_keys" not in (options or {}):
+                if not self.key_path.exists():
+                    _write_key(self.key_path)
+                opts["mcpx_session_keys"] = self.key_path
         for extra in scripts:
             argv += ["-s", str(extra)]
         if save:
@@ -69,6 +75,19 @@ class Proxy:
 
     def output(self) -> str:
         return self.out_path.read_text(errors="replace") if self.out_path.exists() else ""
+
+    def handle(self, session_id: str | None) -> str | None:
+        """The session handle change records name for a client's ``Mcp-Session-Id`` (a sealed
+        token is opened with this proxy's key file; any other id is its own handle)."""
+        if not session_id or not session_id.startswith("mcpx1."):
+            return session_id
+        from mcpx_core import seal
+        return seal.Sealer(seal.read_key_file(str(self.key_path))).open(session_id).sid
+
+    def session_changes(self, session_id: str | None) -> list[dict]:
+        """The change records of the session a client knows as ``session_id``."""
+        h = self.handle(session_id)
+        return [r for r in self.changes() if r["session"] == h]
 
     def changes(self) -> list[dict]:
         if not self.log_path.exists():
@@ -96,6 +115,13 @@ class Proxy:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _write_key(path: pathlib.Path) -> None:
+    import base64
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(base64.b64encode(os.urandom(32)) + b"\n")
 
 
 class LoopbackServer:

@@ -38,6 +38,7 @@ Action = Literal[
     "drop-message",  # whole message not delivered
     "split",  # batch split into single messages
     "answer-locally",  # proxy answered instead of forwarding
+    "synthesize",  # added a field or header the receiver requires and the sender did not send
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
 ]
@@ -136,12 +137,24 @@ def _summ(v: Any, depth: int) -> str:
         return repr(v)[:MAX_STR]
 
 
+def flow_summary(changes: list[Change]) -> str:
+    """The summary of a flow's records, per receiving revision in order of appearance, e.g.
+    ``1 added for 2025-06-18; 2 rewritten, 5 dropped for 2025-03-26`` (one revision: as
+    :func:`summary_line`)."""
+    groups: dict[str | None, list[Change]] = {}
+    for c in changes:
+        groups.setdefault(c.to_rev, []).append(c)
+    if len(groups) == 1 or None in groups:
+        return summary_line(changes, next((c.to_rev for c in changes if c.to_rev), None))
+    return "; ".join(summary_line(cs, rev) for rev, cs in groups.items())
+
+
 def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:
     """One line per rewritten message, e.g. ``2 rewritten, 5 dropped for 2025-03-26``."""
     counts: dict[str, int] = {}
     for c in changes:
         word = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
-                "answer-locally": "answered locally", "keep": "kept", "passthrough": "passed through"}[c.action]
+                "answer-locally": "answered locally", "synthesize": "added", "keep": "kept", "passthrough": "passed through"}[c.action]
         counts[word] = counts.get(word, 0) + 1
     parts = [f"{n} {w}" for w, n in counts.items()]
     return ", ".join(parts) + (f" for {to_rev}" if to_rev else "")

@@ -20,13 +20,18 @@ from typing import Any, Callable
 
 import orjson
 
+from collections.abc import Mapping
+
 from . import revisions
 from .changes import Change
+from .disposition import AnswerLocally, Disposition, Forward, MintSession, SplitBatch
 from .downgrade import Outcome, classify, downgrade, split_path
 from .framing import json_body
 from .framing.sse import Event, SSEParser
 from .rules import ids
-from .session import Session, SessionStore, revision_of_request
+from .rules.headers import request_headers
+from .session import (SESSION_HEADER, VERSION_HEADER, Named, Session, SessionTracker, Unknown, revision_in_header,
+                      revision_in_meta)
 
 PRIMING_RULE = "TR-sse-priming-polling"
 BATCH_RESPONSE_RULE = "RPC-batch-response"
@@ -43,27 +48,27 @@ FLOW_KEEP_MAX = 1000
 class Exchange:
     """What mcpx knows about one HTTP request/response pair (one mitmproxy flow).
 
-    ``request_ids``: id -> method of every JSON-RPC request in the request body;
-    ``split``: for a batch the server cannot take, the member messages (serialised) to POST one
-    by one; ``replies``: JSON-RPC messages mcpx must send to the server itself (answers on the
-    client's behalf to server requests it did not deliver); ``changes``: every record so far.
+    ``request_ids``: id -> method of every JSON-RPC request in the request body; ``initialize``:
+    the initialize request it carries; ``replies``: JSON-RPC messages mcpx would send to the server
+    itself (answers on the client's behalf), kept when it cannot send them (offline replay);
+    ``late_answers``: errors for batch members mcpx answered itself, appended to the batch's
+    answer; ``changes``: every record so far.
     """
 
     flow_id: str | None = None
     session: Session | None = None
-    session_key: str | None = None
-    #: fallback session keys for servers that mint no Mcp-Session-Id: the client's connection, then its host
+    #: fallback session keys for clients that echo no session id: the client's connection, then its host
     client_keys: tuple[str, ...] = ()
     is_mcp: bool = False
     request_ids: dict = field(default_factory=dict)
     single_request_id: Any = None
     initialize: dict | None = None
-    split: list[bytes] | None = None
-    batch_ids: list = field(default_factory=list)
     replies: list[dict] = field(default_factory=list)
-    #: (HTTP status, body) when mcpx answers the client's POST itself; errors for dropped batch members
-    local_answer: tuple[int, bytes] | None = None
     late_answers: list[dict] = field(default_factory=list)
+    #: mcpx wrote this flow's response itself (it is already for the client's revision)
+    answered: bool = False
+    #: the disposition decided from the headers alone (a request body mitmproxy streams)
+    early: Disposition | None = None
     #: the record of a pinned initialize result, logged with that message's other changes
     pin_change: Change | None = None
     changes: list[Change] = field(default_factory=list)
@@ -77,17 +82,22 @@ class Exchange:
         s = self.session
         if s is None:
             return None, None
-        return s.server_rev, (s.pinned_rev or s.client_rev)
+        return s.server_rev, s.client_leg
+
+
+#: JSON-RPC error body of the 404 for a session id mcpx cannot open (the answer of the TypeScript
+#: SDK's server for an unknown session; docs/specification/2025-03-26/basic/transports.mdx:200)
+UNKNOWN_SESSION = {"code": -32001, "message": "Session not found"}
 
 
 class Rewriter:
-    """Rewrites bodies for a :class:`SessionStore`; ``policy`` is "strict" or "lenient"."""
+    """Rewrites bodies for a :class:`SessionTracker`; ``policy`` is "strict" or "lenient"."""
 
-    def __init__(self, store: SessionStore | None = None, policy: str = "strict", options: dict | None = None,
+    def __init__(self, tracker: SessionTracker | None = None, policy: str = "strict", options: dict | None = None,
                  on_changes: Callable[[Exchange, list[Change]], None] | None = None,
                  on_reply: Callable[[Exchange, dict], None] | None = None):
         self.on_reply = on_reply
-        self.store = store if store is not None else SessionStore()  # an empty store is falsy (__len__)
+        self.tracker = tracker if tracker is not None else SessionTracker()  # an empty tracker is falsy (__len__)
         self.policy = policy
         self.options = options or {}
         self.on_changes = on_changes
@@ -138,74 +148,120 @@ class Rewriter:
             return None
 
     # -- requests (client -> server) --------------------------------------------------------
-    def request(self, exch: Exchange, body: bytes | None, session_id: str | None, version_header: str | None) -> bytes | None:
-        """Handle a client POST body. Returns new body bytes, or None to forward it unchanged.
-
-        Sets ``exch.split`` when a batch must be sent as single POSTs (RPC-batch-request).
-        """
-        keys = (session_id,) if session_id else exch.client_keys
-        key = keys[0] if keys else None
-        exch.session_key = key
-        for k in keys:
-            exch.session = self.store.get(k)
-            if exch.session is not None:
-                break
+    def request(self, exch: Exchange, method: str, body: bytes | None, headers: Mapping[str, str], live: bool = False) -> Disposition:
+        """What to do with one client request (HTTP ``method``, ``body``, ``headers`` as the client
+        sent them: names as sent, repeated fields joined). ``live``: the flow is live (not an
+        offline replay): sessions are sealed, and mcpx may send requests itself."""
+        lower = {k.lower(): v for k, v in headers.items()}
+        session_id, version_header = lower.get(SESSION_HEADER), lower.get(VERSION_HEADER)
         if session_id or version_header:
             exch.is_mcp = True
-        parsed = self._parse(exch, body, "c2s")
-        if parsed is None:
-            return None
-        if not any(classify(m) for m in parsed.messages):
-            if exch.is_mcp:
-                self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
-            return None
-        exch.is_mcp = True
+        parsed = self._parse(exch, body, "c2s") if method == "POST" else None
+        messages = parsed.messages if parsed is not None else []
+        jsonrpc = [m for m in messages if classify(m)]
+        if parsed is not None and not jsonrpc and exch.is_mcp:
+            self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
+        if jsonrpc:
+            exch.is_mcp = True
+        init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
+        if init is not None:
+            return self._initialize(exch, init, parsed, session_id, live)
+        named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
+        found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live)
+        match found:
+            case Unknown(reason=reason):
+                exch.is_mcp = True
+                return self._unknown_session(exch, reason, jsonrpc, parsed)
+            case Named(revision=rev):
+                exch.session = self.tracker.named_session(rev)
+            case Session():
+                exch.session = found
+            case None:
+                exch.session = None
+        s = exch.session
+        sets, removes = self._request_headers(exch, headers)
+        if method == "DELETE" and s is not None and s.token is not None and session_id:
+            if s.upstream_id is None:  # the server keeps no session: mcpx ends it itself
+                self.tracker.end(s)
+                self._emit(exch, [Change(pointer="", action="answer-locally", rule="TR-session-delete",
+                                         detail="session ended by mcpx: the server keeps no session")],
+                           "c2s", None, None, s.client_leg, s.server_rev)
+                return AnswerLocally(204, b"", ())
+        if parsed is None or not jsonrpc:
+            return Forward(None, sets, removes)
+        return self._messages(exch, parsed, jsonrpc, body, sets, removes)
+
+    def _initialize(self, exch: Exchange, init: dict, parsed: json_body.Parsed, session_id: str | None,
+                    live: bool) -> Disposition:
+        """A session starts: mcpx forwards the initialize itself when it seals sessions (live)."""
+        exch.initialize = init
+        sealed = live and self.tracker.sealer is not None
+        key = session_id if (session_id and not sealed) else f"flow:{exch.flow_id}"
+        exch.session = s = self.tracker.start(init.get("params"), key, exch.client_keys, sealed=sealed)
         for m in parsed.messages:
-            if classify(m) == "request" and m.get("method") == "initialize":
-                exch.initialize = m
-        if exch.initialize is not None:
-            # A new session starts: keyed by client until the server mints an id.
-            exch.session = self.store.create(key or f"flow:{exch.flow_id}")
-            for k in keys[1:]:
-                self.store.bind(k, exch.session)
-            params = exch.initialize.get("params") if isinstance(exch.initialize.get("params"), dict) else {}
-            exch.session.requested_rev = params.get("protocolVersion")
-            exch.session.client_info = params.get("clientInfo")
-            exch.session.client_caps = params.get("capabilities")
-            pin = self.store.pins.get((exch.session.client_info or {}).get("name", ""))
-            if pin:
-                exch.session.pinned_rev = pin
-        elif exch.session is None:
-            rev = next((r for r in (revision_of_request(m, version_header) for m in parsed.messages) if r), None)
-            if rev is not None:
-                exch.session = self.store.create(key or f"flow:{exch.flow_id}")
-                exch.session.client_rev = exch.session.server_rev = rev
+            if classify(m) == "request":
+                exch.request_ids[m["id"]] = m.get("method")
+                s.remember("c2s", m["id"], m.get("method"))
+            s.messages += 1
+        if not parsed.batch:
+            exch.single_request_id = init.get("id")
+        return MintSession() if sealed and not parsed.batch else Forward()
+
+    def _unknown_session(self, exch: Exchange, reason: str, jsonrpc: list, parsed: json_body.Parsed | None) -> Disposition:
+        """TR-session-id: a session id mcpx cannot open is never forwarded under a guess; the
+        client gets the 404 a server gives an unknown session, and re-initializes."""
+        rid = jsonrpc[0].get("id") if parsed is not None and not parsed.batch and jsonrpc and classify(jsonrpc[0]) == "request" else None
+        self._emit(exch, [Change(pointer="header:Mcp-Session-Id", action="answer-locally", rule="TR-session-id",
+                                 detail=f"unknown session ({reason}): answered 404, nothing forwarded")],
+                   "c2s", jsonrpc[0] if len(jsonrpc) == 1 else None, None, None, None)
+        if rid is not None and json_body.inexact_number(rid):
+            rid = None
+        return AnswerLocally(404, json_body.dumps({"jsonrpc": "2.0", "id": rid, "error": UNKNOWN_SESSION}))
+
+    def _request_headers(self, exch: Exchange, headers: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+        """Header edits toward the server: the session id the server knows (TR-session-id) and the
+        revision headers (rules/headers.py), with their records."""
+        s = exch.session
+        if s is None:
+            return {}, ()
+        sets, removes, changes = request_headers(headers, s.client_leg, s.server_rev)
+        if changes:
+            self.record(exch, changes, "c2s", s.client_leg, s.server_rev)
+        if s.token is not None:
+            name = next((k for k in headers if k.lower() == SESSION_HEADER), None)
+            if name is not None:
+                if s.upstream_id:
+                    sets[name] = s.upstream_id
+                else:
+                    removes.append(name)
+        return sets, tuple(removes)
+
+    def _messages(self, exch: Exchange, parsed: json_body.Parsed, jsonrpc: list, body: bytes,
+                  sets: dict[str, str], removes: tuple[str, ...]) -> Disposition:
+        """Downgrade the JSON-RPC messages of one client POST body for the server's revision."""
         s = exch.session
         for m in parsed.messages:
-            kind = classify(m)
-            if kind == "request":
+            if classify(m) == "request":
                 exch.request_ids[m["id"]] = m.get("method")
                 if s is not None:
                     s.remember("c2s", m["id"], m.get("method"))
             if s is not None:
                 s.messages += 1
-        if not parsed.batch and parsed.messages and classify(parsed.messages[0]) == "request":
+        if not parsed.batch and classify(parsed.messages[0]) == "request":
             exch.single_request_id = parsed.messages[0].get("id")
         server_rev = s.server_rev if s else None
-        client_rev = (s.pinned_rev or s.client_rev) if s else None
+        client_rev = s.client_leg if s else None
         if parsed.batch and server_rev != "2025-03-26":
             members = [self._write(exch, "c2s", m, body, "batch member: ") for m in parsed.messages]
             if None in members:
-                return None
-            exch.split = members  # type: ignore[assignment]
-            exch.batch_ids = [m.get("id") for m in parsed.messages if classify(m) == "request"]
+                return Forward(None, sets, removes)
             self._emit(exch, [Change(pointer="", action="split", rule=BATCH_REQUEST_RULE,
                                      before=f"batch of {len(parsed.messages)} messages",
                                      after=f"{len(parsed.messages)} single POSTs", detail="JSON-RPC batch split: the server revision has no batches")],
                        "c2s", None, None, client_rev, server_rev)
-            return None
-        if not (server_rev and client_rev) or exch.initialize is not None:
-            return None
+            return SplitBatch(tuple(members), sets, removes)  # type: ignore[arg-type]
+        if not (server_rev and client_rev):
+            return Forward(None, sets, removes)
         changed = False
         out, local = [], []
         for m in parsed.messages:
@@ -219,17 +275,18 @@ class Rewriter:
             elif res.reply is not None and classify(m) == "request":
                 local.append({"jsonrpc": "2.0", "id": m.get("id"), "error": res.reply})
         if not changed:
-            return None
+            return Forward(None, sets, removes)
         if not out:
             # nothing left for the server: mcpx answers the client itself (answer-locally / reject)
-            exch.local_answer = (200, json_body.dumps(local if parsed.batch else local[0])) if local else (202, b"")
-            return None
+            if local:
+                return AnswerLocally(200, json_body.dumps(local if parsed.batch else local[0]))
+            return AnswerLocally(202, b"", ())
         new = self._write(exch, "c2s", out if parsed.batch else out[0], body)
         if new is None:
-            return None
+            return Forward(None, sets, removes)
         if local:
             exch.late_answers = local  # errors for dropped members of a batch, appended to the batch answer
-        return new
+        return Forward(new, sets, removes)
 
     # -- one message ------------------------------------------------------------------------
     def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None,
@@ -330,10 +387,12 @@ class Rewriter:
             s.pinned_rev = None
         return s.server_rev, s.client_rev
 
-    def session_minted(self, exch: Exchange, session_id: str | None) -> None:
-        """The server answered initialize with ``Mcp-Session-Id``: key the session by it."""
-        if exch.session is not None and session_id and exch.initialize is not None:
-            self.store.alias(session_id, exch.session)
+    def session_learned(self, exch: Exchange, upstream_id: str | None, seal: bool = False) -> str | None:
+        """The server answered this exchange's initialize (``upstream_id``: its ``Mcp-Session-Id``):
+        key the session by it, and seal it when ``seal``. Returns the token for the client or None."""
+        if exch.session is None or exch.initialize is None:
+            return None
+        return self.tracker.learn(exch.session, upstream_id, seal)
 
     # -- responses (server -> client) -------------------------------------------------------
     def _split(self, exch: Exchange, data: bytes | None, one_line: bool = False) -> json_body.ArraySplit | None:

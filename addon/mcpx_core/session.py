@@ -1,29 +1,47 @@
-"""Session state: who speaks which revision, and which request a response answers.
+"""Sessions: who speaks which revision on each leg, and which request a response answers.
 
 A :class:`Session` has two legs (REVISIONS.md 0 and 2): ``client_rev`` (the revision the client
-receives) and ``server_rev`` (the revision the server speaks). Both are learnt from the
-``initialize`` request and result (schema/2025-11-25/schema.ts:259, 283), kept under the
-``Mcp-Session-Id`` the server mints (docs/specification/2025-03-26/basic/transports.mdx:194), and
-for stateless servers (no session id) under a per-client key. A 2026-07-28 request names its
-revision in ``params._meta["io.modelcontextprotocol/protocolVersion"]`` (schema/2026-07-28/schema.ts:76);
-a 2025-06-18+ request also sends ``MCP-Protocol-Version``.
+receives) and ``server_rev`` (the revision the server speaks), learnt from the ``initialize``
+request and result (schema/2025-11-25/schema.ts:259, 283). Its immutable facts travel with the
+session: mcpx gives the client a sealed token as ``Mcp-Session-Id`` (:mod:`mcpx_core.seal`) and
+restores the server's own id toward the server (docs/specification/2025-03-26/basic/transports.mdx:194).
+Memory holds only a cache of opened sessions and their mutable state: the method of each
+outstanding request id (bounded, oldest forgotten first), counters, a pin set at run time.
 
-Each session remembers, per direction, the method of every outstanding request id so that a result
-is typed by the request it answers; the map is bounded (oldest ids forgotten first).
-The store is bounded too: at most ``max_sessions`` sessions, each forgotten ``ttl`` seconds after
-it was last used (a million flows do not grow memory without bound).
+:class:`SessionTracker` is the one place that finds a session for a request (:meth:`lookup`),
+starts one for an ``initialize`` (:meth:`start`), completes it from the result (:meth:`learn`,
+which seals the token) and ends one (:meth:`end`). Lookup order, first match wins:
+
+1. a request that names its revision in ``params._meta["io.modelcontextprotocol/protocolVersion"]``
+   (2026-07-28, schema/2026-07-28/schema.ts:76) belongs to no session: :class:`Named`;
+2. ``Mcp-Session-Id``: a token opens (cache, else the key) -> its session; one that does not
+   open -> :class:`Unknown` (the addon answers 404, docs/specification/2025-03-26/basic/transports.mdx:200).
+   A plain id (no token) is looked up in memory: sessions of offline replays (recorded ids) and of
+   live sessions started before a key existed; live and unknown -> :class:`Unknown`;
+3. ``MCP-Protocol-Version`` (docs/specification/2025-06-18/basic/transports.mdx:242) -> :class:`Named`;
+4. fallback, only for clients that echo no session id and name no revision: the session started
+   from the same client connection, else from the same client host (documented in README).
+
+Bounds: at most ``max_sessions`` sessions in memory, each dropped ``ttl`` seconds after its last
+use; a dropped session whose token comes back is opened again (its mutable state starts empty).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import revisions
+from .seal import BadToken, Facts, Sealer, trim_caps, trim_info
 
+_UIDS = itertools.count(1)
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
 #: outstanding request ids remembered per session (oldest forgotten first): a session whose answers
 #: never come costs at most this many entries (~150 bytes each)
 MAX_PENDING = 1024
@@ -31,7 +49,12 @@ MAX_PENDING = 1024
 
 @dataclass
 class Session:
-    """State of one MCP session. Revisions are strings from :data:`revisions.REVISIONS` or None."""
+    """One MCP session. Revisions are strings from :data:`revisions.REVISIONS` or None.
+
+    ``key``: the handle records and commands show (a random ``s-…`` handle for sealed sessions,
+    else the id or fallback key it was found under); ``token``: the sealed id the client holds;
+    ``upstream_id``: the server's own ``Mcp-Session-Id``.
+    """
 
     key: str
     client_rev: str | None = None
@@ -42,6 +65,11 @@ class Session:
     server_info: dict | None = None
     client_caps: dict | None = None
     server_caps: dict | None = None
+    upstream_id: str | None = None
+    token: str | None = None
+    bridge: str = ""
+    #: started to be sealed (its key is a random handle, never renamed)
+    sealed: bool = False
     #: (direction of the request, id) -> method; direction "c2s" = client request
     pending: OrderedDict = field(default_factory=OrderedDict)
     messages: int = 0
@@ -50,6 +78,14 @@ class Session:
     #: (rule, action) -> count of change records, for reports
     by_rule: dict = field(default_factory=dict)
     last_seen: float = field(default_factory=time.monotonic)
+    #: the keys the tracker finds this session under (token, handle, server id, fallback keys)
+    aliases: set = field(default_factory=set, repr=False)
+    uid: int = field(default_factory=lambda: next(_UIDS), repr=False)
+
+    @property
+    def client_leg(self) -> str | None:
+        """The revision the client receives (a pin included)."""
+        return self.pinned_rev or self.client_rev
 
     def remember(self, direction: str, req_id: Any, method: str) -> None:
         if isinstance(req_id, (str, int)) and not isinstance(req_id, bool):
@@ -63,6 +99,19 @@ class Session:
             return self.pending.pop((request_direction, req_id), None)
         return None
 
+    def facts(self) -> Facts:
+        return Facts(sid=self.key, client_rev=self.client_rev, server_rev=self.server_rev, requested_rev=self.requested_rev,
+                     pinned=self.pinned_rev, upstream_id=self.upstream_id, client_info=trim_info(self.client_info),
+                     server_info=trim_info(self.server_info), client_caps=trim_caps(self.client_caps),
+                     server_caps=trim_caps(self.server_caps), bridge=self.bridge, issued=int(time.time()))
+
+    @classmethod
+    def from_facts(cls, facts: Facts, token: str) -> "Session":
+        return cls(key=facts.sid, sealed=True, client_rev=facts.client_rev, server_rev=facts.server_rev, requested_rev=facts.requested_rev,
+                   pinned_rev=facts.pinned, client_info=facts.client_info, server_info=facts.server_info,
+                   client_caps=facts.client_caps, server_caps=facts.server_caps, upstream_id=facts.upstream_id,
+                   token=token, bridge=facts.bridge)
+
     def summary(self) -> dict:
         return {
             "session": self.key, "client_revision": self.client_rev, "server_revision": self.server_rev,
@@ -73,79 +122,188 @@ class Session:
         }
 
 
-class SessionStore:
-    """Sessions keyed by ``Mcp-Session-Id`` (or a fallback key), bounded in count and age."""
+@dataclass(frozen=True)
+class Named:
+    """A request that names its revision and belongs to no session (2026-07-28, or a header only)."""
 
-    def __init__(self, max_sessions: int = 10000, ttl: float = 3600.0):
+    revision: str
+    source: str  # "_meta" | "header"
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A session id that names no session mcpx can open; ``reason`` holds no id bytes."""
+
+    reason: str
+
+
+Lookup = Session | Named | Unknown | None
+
+
+class SessionTracker:
+    """Finds, starts, learns, seals and ends sessions; bounded in count and age.
+
+    ``sealer``: the :class:`~mcpx_core.seal.Sealer` of ``mcpx_session_keys`` (None: sessions are
+    not sealed and live in memory only, keyed by the server's id, as in offline replay).
+    Memory: at most ``max_sessions`` sessions (least recently used first out), each found under a
+    few keys (its token, its handle, the server's id, fallback keys).
+    """
+
+    def __init__(self, max_sessions: int = 10000, ttl: float = 3600.0, sealer: Sealer | None = None):
         self.max_sessions = max_sessions
         self.ttl = ttl
-        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self.sealer = sealer
+        self._lru: OrderedDict[int, Session] = OrderedDict()  # uid -> session, least recently used first
+        self._alias: dict[str, Session] = {}  # key -> session
         self.pins: dict[str, str] = {}  # clientInfo.name -> revision
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return len(self._lru)
 
     def __iter__(self):
-        """Each session once (a session may be reachable under several keys)."""
-        seen: dict[int, Session] = {}
-        for sess in self._sessions.values():
-            seen.setdefault(id(sess), sess)
-        return iter(list(seen.values()))
+        """Each session in memory once, least recently used first."""
+        return iter(list(self._lru.values()))
+
+    def keys(self) -> dict[str, Session]:
+        """Every key in memory -> its session (for tests and probes)."""
+        return {k: s for k, s in self._alias.items() if s.uid in self._lru}
+
+    # -- lookup -----------------------------------------------------------------------------
+    def lookup(self, session_id: str | None, named: str | None, header_rev: str | None,
+               client_keys: tuple[str, ...] = (), live: bool = True) -> Lookup:
+        """The session of a client request (see the module docstring for the order).
+
+        ``named``: the revision the request's ``_meta`` names; ``header_rev``: its
+        ``MCP-Protocol-Version``; ``client_keys``: fallback keys (connection, host).
+        """
+        if named is not None:
+            return Named(named, "_meta")
+        if session_id:
+            s = self.get(session_id)
+            if s is not None:
+                return s
+            if self.sealer is not None and session_id.startswith("mcpx1."):
+                try:
+                    facts = self.sealer.open(session_id)
+                except BadToken as e:
+                    return Unknown(e.reason)
+                s = self.get(facts.sid)
+                if s is None or s.token is None:
+                    s = Session.from_facts(facts, session_id)
+                    self._put(facts.sid, s)
+                self._put(session_id, s)
+                self.expire()
+                return s
+            if live and self.sealer is not None:
+                return Unknown("not a session id mcpx issued (or one mcpx no longer knows)")
+            if header_rev is None:
+                return None
+        if header_rev is not None:
+            return Named(header_rev, "header")
+        for k in client_keys:
+            s = self.get(k)
+            if s is not None:
+                return s
+        return None
 
     def get(self, key: str) -> Session | None:
-        s = self._sessions.get(key)
-        if s is not None:
-            s.last_seen = time.monotonic()
-            self._sessions.move_to_end(key)
+        """The session in memory under ``key`` (marked as used), or None."""
+        s = self._alias.get(key)
+        if s is None:
+            return None
+        if s.uid not in self._lru:  # the session left memory: a stale key
+            del self._alias[key]
+            return None
+        s.last_seen = time.monotonic()
+        self._lru.move_to_end(s.uid)
         return s
 
+    # -- start, learn, end ------------------------------------------------------------------
     def create(self, key: str) -> Session:
+        """A bare session under ``key`` (revisions unset), for tools and tests that set up a session by hand."""
         s = Session(key)
-        self._sessions[key] = s
-        self._sessions.move_to_end(key)
+        self._put(key, s)
         self.expire()
         return s
 
-    def alias(self, key: str, session: Session) -> None:
-        """Make ``session`` reachable under ``key`` too (e.g. once the server mints its id)."""
-        old = session.key
-        session.key = key
-        self._sessions[key] = session
-        if old != key and self._sessions.get(old) is session:
-            del self._sessions[old]
+    def start(self, params: Any, key: str, client_keys: tuple[str, ...] = (), sealed: bool = False) -> Session:
+        """A session for an ``initialize`` request with ``params``; found under ``key`` and the
+        fallback ``client_keys`` until :meth:`learn`. ``sealed``: it will get a token (its
+        handle is then a fresh random ``s-…``)."""
+        params = params if isinstance(params, dict) else {}
+        s = Session("s-" + os.urandom(8).hex() if sealed else key, sealed=sealed)
+        s.requested_rev = params.get("protocolVersion") if isinstance(params.get("protocolVersion"), str) else None
+        s.client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else None
+        s.client_caps = params.get("capabilities") if isinstance(params.get("capabilities"), dict) else None
+        pin = self.pins.get((s.client_info or {}).get("name", ""))
+        if pin:
+            s.pinned_rev = pin
+        self._put(key, s)
+        self._put(s.key, s)
+        for k in client_keys:
+            self._put(k, s)
+        self.expire()
+        return s
 
-    def bind(self, key: str, session: Session) -> None:
-        """Make ``session`` reachable under a further ``key`` (keeping its own)."""
-        self._sessions[key] = session
+    def learn(self, s: Session, upstream_id: str | None, seal: bool) -> str | None:
+        """The server answered ``initialize`` (revisions and capabilities are on ``s``): key the
+        session by the server's id and, when ``seal``, seal it. Returns the token or None."""
+        s.upstream_id = upstream_id or None
+        if upstream_id:
+            if not s.sealed and s.key != upstream_id:  # an unsealed session is known by the server's id
+                self._unalias(s.key, s)
+                s.key = upstream_id
+            self._put(upstream_id, s)
+        if not (seal and self.sealer is not None and revisions.is_known(s.server_rev)):
+            return None
+        s.token = self.sealer.seal(s.facts())
+        self._put(s.token, s)
+        return s.token
+
+    def named_session(self, revision: str) -> Session:
+        """A session for one request that names its revision (not kept: it has no state)."""
+        return Session(f"({revision})", client_rev=revision, server_rev=revision)
+
+    def end(self, s: Session) -> None:
+        """Forget ``s`` under every key (an ended session is not found again through its
+        client's connection or host)."""
+        self._lru.pop(s.uid, None)
+        for k in list(s.aliases):
+            self._unalias(k, s)
 
     def drop(self, key: str) -> None:
-        """Forget the session under ``key`` and under every further key bound to it (an ended
-        session must not be found again through its client's connection or host)."""
-        s = self._sessions.pop(key, None)
+        s = self._alias.get(key)
         if s is not None:
-            for k in [k for k, v in self._sessions.items() if v is s]:
-                del self._sessions[k]
+            self.end(s)
+
+    def _put(self, key: str, s: Session) -> None:
+        self._alias[key] = s
+        s.aliases.add(key)
+        self._lru[s.uid] = s
+        self._lru.move_to_end(s.uid)
+
+    def _unalias(self, key: str, s: Session) -> None:
+        if self._alias.get(key) is s:
+            del self._alias[key]
+        s.aliases.discard(key)
 
     def expire(self, now: float | None = None) -> int:
-        """Forget sessions unused for ``ttl`` seconds and the oldest beyond ``max_sessions``."""
+        """Forget sessions unused for ``ttl`` seconds and the least recently used beyond
+        ``max_sessions``. Returns how many left memory."""
         now = time.monotonic() if now is None else now
         n = 0
-        while self._sessions:
-            key, s = next(iter(self._sessions.items()))
-            if len(self._sessions) > self.max_sessions or now - s.last_seen > self.ttl:
-                del self._sessions[key]
+        while self._lru:
+            s = next(iter(self._lru.values()))
+            if len(self._lru) > self.max_sessions or now - s.last_seen > self.ttl:
+                self.end(s)
                 n += 1
             else:
                 break
         return n
 
 
-def revision_of_request(message: Any, header: str | None) -> str | None:
-    """The revision a single client request or notification names, if any.
-
-    2026-07-28: ``params._meta[io.modelcontextprotocol/protocolVersion]``; else the
-    ``MCP-Protocol-Version`` header (docs/specification/2025-06-18/basic/transports.mdx:242).
-    """
+def revision_in_meta(message: Any) -> str | None:
+    """The revision a 2026-07-28 request names in ``params._meta`` (schema/2026-07-28/schema.ts:76), if known."""
     if isinstance(message, dict):
         params = message.get("params")
         if isinstance(params, dict):
@@ -154,6 +312,11 @@ def revision_of_request(message: Any, header: str | None) -> str | None:
                 v = meta.get(META_VERSION)
                 if revisions.is_known(v):
                     return v
+    return None
+
+
+def revision_in_header(header: str | None) -> str | None:
+    """The revision of an ``MCP-Protocol-Version`` header (docs/specification/2025-06-18/basic/transports.mdx:242), if known."""
     if header and revisions.is_known(header.strip()):
         return header.strip()
     return None

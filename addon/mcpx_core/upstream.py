@@ -1,53 +1,225 @@
-"""Messages mcpx itself sends to the server: single POSTs of a split batch, and JSON-RPC answers
-on the client's behalf to server requests the client's revision cannot receive.
+"""Requests mcpx sends to the server itself, as flows of their own through mitmproxy's proxy core.
 
-Uses the standard library's ``http.client`` in a worker thread (mitmproxy offers addons no HTTP
-client), so the proxy's event loop never blocks. Returns the raw response; raises OSError /
-http.client.HTTPException on connection failures.
+mcpx originates requests: the ``initialize`` it forwards itself to mint a sealed session
+(:class:`~mcpx_core.disposition.MintSession`), the single POSTs of a split batch, answers on the
+client's behalf to server requests its revision cannot receive, and the bridges' requests.
+Each one is a new :class:`mitmproxy.http.HTTPFlow` run by mitmproxy's own client-replay machinery
+(``mitmproxy.addons.clientplayback.ReplayHandler``), not by a second HTTP stack, so it goes out
+exactly as mitmproxy's own upstream connections do, with the user's options: certificate
+verification unless ``ssl_insecure``, ``ssl_verify_upstream_trusted_ca``/``_confdir``,
+``client_certs``, ``--mode upstream:`` (via the upstream proxy), ALPN/HTTP/2, and every other
+addon's hooks. Such flows are marked (``flow.metadata["mcpx"]["origin"] == "mcpx"``, a comment
+naming what they are for and the flow they serve) and show in mitmweb and ``-w`` files like any
+other flow; mcpx never rewrites them a second time.
+
+Credentials: a request made on the client's behalf (``on_behalf=True``) carries the client's
+``Authorization`` and ``Cookie`` headers, and only to the origin of the flow it serves (the only
+origin mcpx ever sends to); other requests carry none. No header value is ever logged.
+
+Errors: :meth:`Sender.send` raises :class:`UpstreamError` (``reason``: e.g. mitmproxy's
+"Certificate verify failed" message, a timeout, no live proxy) and never anything else.
 """
 
 from __future__ import annotations
 
 import asyncio
-import http.client
-import ssl
-from dataclasses import dataclass
-from urllib.parse import urlsplit
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-#: request headers not copied onto proxy-originated POSTs
-_HOP = {"content-length", "host", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "upgrade", "te", "trailer"}
+from mitmproxy import connection, ctx, http
+
+logger = logging.getLogger("mcpx")
+
+#: request headers never copied from a client request onto one mcpx originates
+_HOP = frozenset({"content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "upgrade",
+                  "te", "trailer", "proxy-authorization", "proxy-connection"})
+#: headers that carry the client's credentials (copied only on the client's behalf, same origin)
+CREDENTIALS = ("authorization", "cookie")
+ORIGIN = "mcpx"
+
+
+class UpstreamError(Exception):
+    """A request mcpx originated did not get a response; ``reason`` says why (no header values)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass
 class Reply:
+    """``status``, ``headers`` (lower-case names), ``body`` (the whole body, or what streamed so
+    far when the caller stopped early) and the mitmproxy ``flow`` that carried it."""
+
     status: int
     headers: dict[str, str]
     body: bytes
+    flow: http.HTTPFlow
 
 
-def _post(url: str, headers: dict[str, str], body: bytes, timeout: float) -> Reply:
+@dataclass
+class _Own:
+    """A flow mcpx sends: the chunk callback for its streamed (SSE) response, if any."""
+
+    on_chunk: Callable[[bytes], None] | None = None
+    received: list[bytes] = field(default_factory=list)
+    streamed: bool = False
+
+
+def is_own(flow: http.HTTPFlow) -> bool:
+    """Whether mcpx itself sent ``flow``."""
+    meta = flow.metadata.get("mcpx")
+    return isinstance(meta, dict) and meta.get("origin") == ORIGIN
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    from urllib.parse import urlsplit
     u = urlsplit(url)
-    if u.scheme == "https":
-        conn = http.client.HTTPSConnection(u.hostname, u.port or 443, timeout=timeout, context=ssl._create_unverified_context())
-    else:
-        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+    return u.scheme, (u.hostname or "").lower(), u.port or {"http": 80, "https": 443}.get(u.scheme)
+
+
+class Sender:
+    """Sends mcpx's own requests through the running mitmproxy (``ctx.master``)."""
+
+    def __init__(self) -> None:
+        self.own: dict[str, _Own] = {}
+        self.background: set[asyncio.Task] = set()
+
+    @staticmethod
+    def available(parent: http.HTTPFlow) -> bool:
+        """Whether requests can be sent for ``parent``: a live flow in a running proxy (mitmproxy's
+        ``proxyserver`` addon is loaded: not an offline replay, not hooks driven by a test master)."""
+        if not parent.live or not _running_loop():
+            return False
+        master = getattr(ctx, "master", None)
+        try:
+            return master is not None and master.addons.get("proxyserver") is not None
+        except AttributeError:
+            return False
+
+    def headers_for(self, parent: http.HTTPFlow, extra: dict[str, str], on_behalf: bool) -> dict[str, str]:
+        """Headers of a request for ``parent``: its ``Host`` (as mitmproxy forwards it), the MCP
+        content negotiation, ``extra``, and the client's credentials when ``on_behalf``."""
+        src = parent.request.headers
+        out = {"host": src.get("host", parent.request.host_header or parent.request.host),
+               "content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if on_behalf:
+            for name in CREDENTIALS:
+                if name in src:
+                    out[name] = src[name]
+        for k, v in extra.items():
+            out[k.lower()] = v
+        return out
+
+    def copy_headers(self, parent: http.HTTPFlow) -> dict[str, str]:
+        """The client's own request headers, end to end (for a request mcpx sends instead of the
+        client's own: the initialize it forwards itself); hop-by-hop and length headers removed."""
+        out: dict[str, str] = {}
+        for k, v in parent.request.headers.items(multi=True):
+            lk = k.lower()
+            if lk in _HOP:
+                continue
+            out[lk] = f"{out[lk]}, {v}" if lk in out else v
+        return out
+
+    async def send(self, parent: http.HTTPFlow, method: str, body: bytes | None, headers: dict[str, str], purpose: str,
+                   *, timeout: float = 60.0, on_chunk: Callable[[bytes], None] | None = None,
+                   stop: asyncio.Future | None = None) -> Reply:
+        """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
+
+        ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
+        arrives (the body is then not stored on the flow); ``stop``: a future that, once done,
+        ends the wait early (the request runs on in the background, up to ``timeout``).
+        Raises :class:`UpstreamError`.
+        """
+        if not self.available(parent):
+            raise UpstreamError("no live proxy to send through (offline replay)")
+        from mitmproxy.addons.clientplayback import ReplayHandler
+
+        req = http.Request.make(method, parent.request.url, body or b"", headers)
+        if "host" in headers:
+            req.headers["host"] = headers["host"]
+        flow = http.HTTPFlow(parent.client_conn, connection.Server(address=(req.host, req.port)))
+        flow.request = req
+        flow.is_replay = "request"
+        flow.metadata["mcpx"] = {"origin": ORIGIN, "purpose": purpose, "for_flow": parent.id}
+        flow.comment = f"mcpx: sent by mcpx: {purpose} (for flow {parent.id[:8]})"
+        own = self.own[flow.id] = _Own(on_chunk=on_chunk)
+        handler = ReplayHandler(flow, ctx.options)
+        task = asyncio.get_running_loop().create_task(handler.replay())
+        waits = {task} if stop is None else {task, stop}
+        try:
+            done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            self._abort(handler, task, flow.id)
+            raise
+        if not done:
+            self._abort(handler, task, flow.id)
+            raise UpstreamError(f"no response within {timeout:g} s")
+        if task not in done:  # stopped early: the rest streams on in the background
+            self.background.add(task)
+            task.add_done_callback(lambda t: (self.background.discard(t), self.own.pop(flow.id, None)))
+            loop = asyncio.get_running_loop()
+            loop.call_later(timeout, lambda: None if task.done() else self._abort(handler, task, flow.id))
+            return self._reply(flow, own)
+        self.own.pop(flow.id, None)
+        if task.exception() is not None:
+            raise UpstreamError(f"{type(task.exception()).__name__}: {task.exception()}")
+        if flow.response is None:
+            raise UpstreamError(flow.error.msg if flow.error else "no response")
+        return self._reply(flow, own)
+
+    @staticmethod
+    def _reply(flow: http.HTTPFlow, own: _Own) -> Reply:
+        resp = flow.response
+        if resp is None:
+            raise UpstreamError(flow.error.msg if flow.error else "no response")
+        body = b"".join(own.received) if own.streamed else (resp.get_content(strict=False) or b"")
+        return Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, body, flow)
+
+    def _abort(self, handler: Any, task: asyncio.Task, flow_id: str) -> None:
+        self.own.pop(flow_id, None)
+        for t in list(getattr(handler, "transports", {}).values()):
+            if t.handler is not None:
+                t.handler.cancel()
+        task.cancel()
+
+    # -- called from the addon's hooks for flows mcpx sent -----------------------------------
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Stream an own flow's SSE response to its ``on_chunk`` (decoded), as it arrives."""
+        own = self.own.get(flow.id)
+        if own is None or own.on_chunk is None or flow.response is None:
+            return
+        if flow.response.headers.get("content-type", "").split(";")[0].strip().lower() != "text/event-stream":
+            return
+        from .framing.encoding import stream_decoder
+        enc = flow.response.headers.get("content-encoding", "").strip().lower()
+        decoder = stream_decoder(enc) if enc and enc != "identity" else None
+        own.streamed = True
+
+        def chunk(data: bytes) -> bytes:
+            plain = decoder(data) if decoder is not None and data else data
+            if plain:
+                own.received.append(plain)
+                try:
+                    own.on_chunk(plain)  # type: ignore[misc]
+                except Exception as e:  # a callback must never break mitmproxy's stream
+                    logger.warning(f"mcpx: own request stream handler failed: {type(e).__name__}: {e}")
+            elif data == b"":
+                try:
+                    own.on_chunk(b"")  # type: ignore[misc]
+                except Exception:
+                    pass
+            return data
+
+        flow.response.stream = chunk
+
+
+def _running_loop() -> bool:
     try:
-        path = u.path or "/"
-        if u.query:
-            path += "?" + u.query
-        conn.request("POST", path, body=body, headers=headers)
-        resp = conn.getresponse()
-        data = resp.read()
-        return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
-    finally:
-        conn.close()
-
-
-async def post(url: str, headers: dict[str, str], body: bytes, timeout: float = 300.0) -> Reply:
-    """POST ``body`` to ``url`` with ``headers`` (hop-by-hop ones removed)."""
-    # header names are case-insensitive: "Content-Type" from the client and a default "content-type"
-    # would reach the server as two headers (Express then answers 415)
-    clean = {k.lower(): v for k, v in headers.items() if k.lower() not in _HOP}
-    clean.setdefault("content-type", "application/json")
-    clean.setdefault("accept", "application/json, text/event-stream")
-    return await asyncio.to_thread(_post, url, clean, body, timeout)
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False

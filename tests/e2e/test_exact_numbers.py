@@ -79,10 +79,15 @@ def test_big_integers_survive_batch_reassembly_and_local_answers(server, tmp_pat
     assert json.loads(Handler.seen[-1])["id"] == BIG  # the server got the request, id exact
     records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["detail"]) for c in px.changes()]
     inexact = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; forwarded untouched"
+    # the pinned 2025-03-26 client leg sends no MCP-Protocol-Version: each POST gets the server's (2025-06-18)
+    header = ("c2s", "header:MCP-Protocol-Version", "synthesize", "TR-protocol-version-header", None)
     assert records == [
         ("s2c", "/result/protocolVersion", "rewrite", "MCPX-pin", "session pinned to an older revision by mcpx.pin"),
+        header,  # notifications/initialized
+        header,  # the batch (its members go out with it)
         ("c2s", "", "split", "RPC-batch-request", "JSON-RPC batch split: the server revision has no batches"),
         ("s2c", "/result/content/0/annotations/lastModified", "drop", "ANN-lastModified", None),
         ("s2c", "", "passthrough", "PASSTHROUGH-error", "SSE event: " + inexact),
+        header,  # tasks/get
         ("c2s", "/id", "passthrough", "PASSTHROUGH-error", f"request id {inexact}; not answered by mcpx"),
     ]

@@ -49,10 +49,12 @@ def test_event_cut_across_reads_arrives_whole(split_server, tmp_path):
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
         conn.request("POST", "/mcp", json.dumps(init), headers)
-        assert orjson.loads(conn.getresponse().read())["result"]["serverInfo"]["name"] == "split"
+        r = conn.getresponse()
+        assert orjson.loads(r.read())["result"]["serverInfo"]["name"] == "split"
+        sid = r.getheader("mcp-session-id")  # mcpx's sealed token for the server's "split-1"
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
         for _ in range(2):  # the connection stays usable: the second response is read intact too
-            conn.request("POST", "/mcp", json.dumps(call), headers | {"mcp-session-id": "split-1"})
+            conn.request("POST", "/mcp", json.dumps(call), headers | {"mcp-session-id": sid})
             r = conn.getresponse()
             body = r.read()
             assert r.getheader("content-type") == "text/event-stream"

@@ -51,9 +51,10 @@ def test_first_event_arrives_before_second_is_sent(timing_server, tmp_path):
         conn.request("POST", "/mcp", json.dumps(init), {"content-type": "application/json", "accept": "application/json, text/event-stream"})
         r = conn.getresponse()
         assert orjson.loads(r.read())["result"]["serverInfo"] == {"name": "timing", "version": "1"}
+        sid = r.getheader("mcp-session-id")  # mcpx's sealed token for the server's "timing-1"
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}, "_meta": {"progressToken": 1}}}
         conn.request("POST", "/mcp", json.dumps(call), {"content-type": "application/json", "accept": "application/json, text/event-stream",
-                                                         "mcp-session-id": "timing-1"})
+                                                         "mcp-session-id": sid})
         r = conn.getresponse()
         assert r.getheader("content-type") == "text/event-stream"
         buf = b""

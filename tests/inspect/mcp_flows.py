@@ -15,6 +15,8 @@ from typing import Any
 from mitmproxy import contentviews, http
 from mitmproxy.test import taddons, tflow, tutils
 
+from hooks_lib import hook, hook_sync
+
 import mcpx  # the addon script's module: importing it registers the MCP content views
 
 PEER = ("127.0.0.1", 40000)
@@ -75,17 +77,17 @@ class Harness:
                                   headers=http.Headers(resp_headers), content=resp_body)
         resp = f.response
         f.response = None
-        await self.addon.request(f)
+        await hook(self.addon, "request", f)
         if f.response is None:  # not answered by mcpx itself
             f.response = resp
-            self.addon.responseheaders(f)
+            hook_sync(self.addon, "responseheaders", f)
             if callable(f.response.stream):
                 # as mitmproxy streams: the body is not stored; chunks go through the callable
                 f.response.data.content = None
                 cut = len(resp_body) // 2
                 for chunk in (resp_body[:cut], resp_body[cut:], b""):
                     f.response.stream(chunk)
-            await self.addon.response(f)
+            await hook(self.addon, "response", f)
         self.flows.append(f)
         return f
 

@@ -28,23 +28,25 @@ SESSIONS = (
     "sess-a: client example-client 1.0.0 receives 2025-03-26, server example-server 2.0.0 speaks 2025-03-26: "
     "5 messages, 2 changes, 1 dropped\n"
     "sess-b: client legacy-client 1.0.0 receives 2024-11-05 (pinned), server example-server 2.0.0 speaks 2025-06-18: "
-    "5 messages, 3 changes, 1 dropped")
+    "5 messages, 5 changes, 1 dropped")
 
 TABLE = """\
-session  client                revisions               rule                  action   count
-sess-a   example-client 1.0.0  2025-03-26->2025-03-26  ANN-lastModified      drop     1
-sess-a   example-client 1.0.0  2025-03-26->2025-03-26  CT-resource_link      rewrite  1
-sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  MCPX-pin              rewrite  1
-sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  drop     1
-sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  rewrite  1"""
+session  client                revisions               rule                        action      count
+sess-a   example-client 1.0.0  2025-03-26->2025-03-26  ANN-lastModified            drop        1
+sess-a   example-client 1.0.0  2025-03-26->2025-03-26  CT-resource_link            rewrite     1
+sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  MCPX-pin                    rewrite     1
+sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent        drop        1
+sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent        rewrite     1
+sess-b   legacy-client 1.0.0   2025-06-18->2024-11-05  TR-protocol-version-header  synthesize  2"""
 
 TABLE_CLOSED = """\
-session          client                revisions               rule                  action   count
-sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  MCPX-pin              rewrite  1
-sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  drop     1
-sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent  rewrite  1
-sess-a (closed)  example-client 1.0.0  2025-03-26->2025-03-26  ANN-lastModified      drop     1
-sess-a (closed)  example-client 1.0.0  2025-03-26->2025-03-26  CT-resource_link      rewrite  1"""
+session          client                revisions               rule                        action      count
+sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  MCPX-pin                    rewrite     1
+sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent        drop        1
+sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  SC-structuredContent        rewrite     1
+sess-b           legacy-client 1.0.0   2025-06-18->2024-11-05  TR-protocol-version-header  synthesize  2
+sess-a (closed)  example-client 1.0.0  2025-03-26->2025-03-26  ANN-lastModified            drop        1
+sess-a (closed)  example-client 1.0.0  2025-03-26->2025-03-26  CT-resource_link            rewrite     1"""
 
 
 def session_json(key, client, client_rev, server_rev, pinned, changes, dropped, by_rule):
@@ -52,17 +54,19 @@ def session_json(key, client, client_rev, server_rev, pinned, changes, dropped, 
             "requested_revision": "2025-06-18" if key == "sess-b" else client_rev, "pinned": pinned,
             "client": {"name": client, "version": "1.0.0"}, "server": {"name": "example-server", "version": "2.0.0"},
             "messages": 5, "changes": changes, "dropped": dropped,
-            "by_rule": [{"rule": r, "action": a, "count": 1} for r, a in by_rule], "closed": False}
+            "by_rule": [{"rule": r, "action": a, "count": n} for r, a, n in by_rule], "closed": False}
 
 
 REPORT = {
     "sessions": [
         session_json("sess-a", "example-client", "2025-03-26", "2025-03-26", None, 2, 1,
-                     [("ANN-lastModified", "drop"), ("CT-resource_link", "rewrite")]),
-        session_json("sess-b", "legacy-client", "2024-11-05", "2025-06-18", "2024-11-05", 3, 1,
-                     [("MCPX-pin", "rewrite"), ("SC-structuredContent", "drop"), ("SC-structuredContent", "rewrite")]),
+                     [("ANN-lastModified", "drop", 1), ("CT-resource_link", "rewrite", 1)]),
+        # the pinned client leg sends no MCP-Protocol-Version: its 2025-06-18 server gets one on each POST
+        session_json("sess-b", "legacy-client", "2024-11-05", "2025-06-18", "2024-11-05", 5, 1,
+                     [("MCPX-pin", "rewrite", 1), ("SC-structuredContent", "drop", 1), ("SC-structuredContent", "rewrite", 1),
+                      ("TR-protocol-version-header", "synthesize", 2)]),
     ],
-    "totals": {"messages": 10, "changes": 5, "dropped": 2, "sessions": 2},
+    "totals": {"messages": 10, "changes": 7, "dropped": 2, "sessions": 2},
 }
 
 
@@ -87,7 +91,7 @@ def test_sessions_report_and_pin_by_client_name(tmp_path):
             assert orjson.loads(init.response.content)["result"]["protocolVersion"] == "2024-11-05"
             assert [(c["pointer"], c["rule"], c["before"], c["after"]) for c in init.metadata["mcpx"]["changes"]] == [
                 ("/result/protocolVersion", "MCPX-pin", '"2025-06-18"', '"2024-11-05"')]
-            assert result.comment == "mcpx: 1 rewritten, 1 dropped for 2024-11-05"
+            assert result.comment == "mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2024-11-05"
             assert cmd("mcpx.sessions") == SESSIONS
             path = tmp_path / "report.json"
             assert cmd(f"mcpx.report {path}") == TABLE
@@ -96,7 +100,7 @@ def test_sessions_report_and_pin_by_client_name(tmp_path):
             with pytest.raises(exceptions.CommandError, match="No such file or directory"):
                 cmd(f"mcpx.report {tmp_path}/missing/report.json")
             assert cmd('mcpx.pin legacy-client ""') == "clients named 'legacy-client' unpinned"
-            assert h.addon.store.pins == {}
+            assert h.addon.state.tracker.pins == {}
             # a session the client ends (HTTP DELETE) stays listed, as closed
             await h.exchange(None, None, session="sess-a", method=b"DELETE")
             a_line, b_line = SESSIONS.split("\n")
@@ -120,12 +124,12 @@ def test_pin_a_live_session():
                 cmd("mcpx.pin sess-c 2099-01-01")
             assert cmd("mcpx.pin sess-c 2024-11-05") == "session sess-c pinned to 2024-11-05"
             pinned = await h.exchange(call(2), structured(2), session="sess-c")
-            assert pinned.comment == "mcpx: 1 rewritten, 1 dropped for 2024-11-05"
+            assert pinned.comment == "mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2024-11-05"
             assert orjson.loads(pinned.response.content)["result"] == {
                 "content": [{"type": "text", "text": "21 C"}, {"type": "text", "text": '{"temperature":21}'}]}
             assert cmd("mcpx.sessions") == (
                 "sess-c: client example-client 1.0.0 receives 2024-11-05 (pinned), server example-server 2.0.0 "
-                "speaks 2025-06-18: 7 messages, 2 changes, 1 dropped")
+                "speaks 2025-06-18: 7 messages, 3 changes, 1 dropped")  # 1 header added, 1 rewritten, 1 dropped
             assert cmd('mcpx.pin sess-c ""') == "session sess-c unpinned"
             after = await h.exchange(call(3), structured(3), session="sess-c")
             assert after.comment == ""

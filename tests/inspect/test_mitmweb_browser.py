@@ -9,6 +9,7 @@ MCPX_DOCS_SCREENSHOT=1 the first one also replaces docs/mitmweb-mcp-view.png (th
 from __future__ import annotations
 
 import json
+import re
 import os
 import secrets
 import shutil
@@ -127,10 +128,12 @@ def test_mcp_flow_opens_with_the_mcp_view_and_its_change_list(mitmweb):
     assert out["commentSeen"] is True
     assert out["original"] == "MCP original"
     sid = next(v for k, v in flow["response"]["headers"] if k.lower() == "mcp-session-id")
+    assert sid.startswith("mcpx1.")  # the client holds a sealed token; commands name the session by its handle
     # mitmweb shows the command and its result as JSON; the client ended the session (DELETE): listed as closed
-    assert out["commandResult"] == "$ mcpx.sessions" + json.dumps(
-        f"{sid} (closed): client mcpx-js-client 1.10.2 receives 2024-11-05, server mcp-servers/everything 2.0.0 "
-        "speaks 2024-11-05: 5 messages, 5 changes, 3 dropped")
+    assert re.fullmatch(r'\$ mcpx\.sessions"s-[0-9a-f]{16} \(closed\): client mcpx-js-client 1\.10\.2 receives 2024-11-05, '
+                        r'server mcp-servers/everything 2\.0\.0 speaks 2024-11-05: 5 messages, 5 changes, 3 dropped"',
+                        out["commandResult"]), out["commandResult"]
+    assert sid not in out["commandResult"]
     for shot in out["screenshots"]:
         data = Path(shot).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, shot

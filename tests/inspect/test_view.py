@@ -6,6 +6,8 @@ call whose answer mcpx rewrites; the views are asked for the body as mitmproxy's
 """
 from __future__ import annotations
 
+from hooks_lib import hook, hook_sync
+
 import asyncio
 import io
 import json
@@ -508,9 +510,9 @@ def test_flow_read_back_with_the_addon_loaded_keeps_its_records():
 
     async def load():
         async with Harness() as h:
-            await h.addon.request(f)
-            h.addon.responseheaders(f)
-            await h.addon.response(f)
+            await hook(h.addon, "request", f)
+            hook_sync(h.addon, "responseheaders", f)
+            await hook(h.addon, "response", f)
     run(load())
     assert f.response.content == body
     assert views(f) == {"MCP": JSON_MCP, "MCP original": JSON_ORIGINAL}

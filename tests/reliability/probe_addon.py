@@ -4,7 +4,7 @@
 It serves ``GET /`` on 127.0.0.1:N (its own listener, so probing makes no flow and touches no
 session) with the mcpx addon's live state as JSON, read on mitmproxy's event loop: distinct
 sessions and keys in its store, the key -> session id map, per-flow state (exchanges, streams,
-urls), pending tasks, and this process's RSS and peak RSS (KiB, /proc/self/status).
+live flows, own requests), pending tasks, and this process's RSS and peak RSS (KiB, /proc/self/status).
 """
 from __future__ import annotations
 
@@ -59,16 +59,18 @@ class Probe:
     async def state(self, collect: bool) -> dict:
         if collect:
             gc.collect()
-        mcpx = ctx.master.addons.get("mcpx")
-        bound = dict(mcpx.store._sessions)
+        st = ctx.master.addons.get("mcpx").state
+        bound = st.tracker.keys()
         return {
             "sessions": len({id(s) for s in bound.values()}),
             "keys": len(bound),
             "bound": {k: s.key for k, s in list(bound.items())[:200]},
-            "exchanges": len(mcpx.exchanges),
-            "streams": len(mcpx.streams),
-            "urls": len(mcpx.urls),
-            "tasks": len(mcpx._tasks),
+            "upstream_ids": {k: s.upstream_id for k, s in list(bound.items())[:200]},
+            "exchanges": len(st.exchanges),
+            "streams": len(st.streams),
+            "flows": len(st.flows),
+            "own": len(st.sender.own),
+            "tasks": len(st.tasks),
             **_status_kib(),
         }
 

@@ -63,15 +63,15 @@ def assert_no_crash(out: str) -> None:
 
 @pytest.fixture
 def released(px):
-    """After the test: mcpx holds no per-flow state any more (exchanges, streams, urls)."""
+    """After the test: mcpx holds no per-flow state any more (exchanges, streams, flows, own requests)."""
     yield
     deadline = time.monotonic() + 10
     while True:
         st = probe(px)
-        if st["exchanges"] == st["streams"] == st["urls"] == 0 or time.monotonic() > deadline:
+        if st["exchanges"] == st["streams"] == st["flows"] == st["own"] == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.1)
-    assert (st["exchanges"], st["streams"], st["urls"]) == (0, 0, 0), st
+    assert (st["exchanges"], st["streams"], st["flows"], st["own"]) == (0, 0, 0, 0), st
     count("fault cases survived")
 
 
@@ -86,7 +86,7 @@ def call(name: str, rid: int = 5, **args) -> dict:
 
 
 def records_for(px, session: str) -> list[tuple]:
-    return [(r["pointer"], r["action"], r["rule"]) for r in px.changes() if r["session"] == session]
+    return [(r["pointer"], r["action"], r["rule"]) for r in px.session_changes(session)]
 
 
 # -- upstream faults --------------------------------------------------------------------------------
@@ -219,7 +219,7 @@ def test_corrupt_encoded_sse(px, fs, released):
     st, headers, got = c.post(call("encoded", 14, encoding="gzip", sse=True, corrupt=True))
     assert st == 200
     assert got == b"\x1f\x8b\x08garbage, not the encoding it claims" * 3
-    recs = [r for r in px.changes() if r["session"] == c.session and r["action"] == "passthrough"]
+    recs = [r for r in px.session_changes(c.session) if r["action"] == "passthrough"]
     assert len(recs) == 1 and recs[0]["detail"].startswith("content-encoding: body does not decode"), recs
 
 
@@ -266,21 +266,22 @@ def test_initialize_result_on_sse_with_stream_held_open(px, fs, released):
 
 
 def test_session_id_reused_after_delete(px, fs, released):
-    """DELETE ends the session in mcpx too; the same id minted again for a client of another revision
-    gets that revision's rewrite, not the old session's."""
+    """DELETE ends the session in mcpx too; the server's same id minted again for a client of another
+    revision (inside a new sealed token) gets that revision's rewrite, not the old session's."""
     old = client(px, "2024-11-05", path="/mcp-fixed-sid")
-    assert old.session == "fixed-1"
+    assert old.session.startswith("mcpx1.")  # the client holds mcpx's token, never the server's "fixed-1"
     _, _, msgs = old.rpc(call("links", 1))
     assert msgs[0]["result"]["content"][1] == LINK_2024
     conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=10)
-    conn.request("DELETE", "/mcp-fixed-sid", headers={"mcp-session-id": "fixed-1"})
+    conn.request("DELETE", "/mcp-fixed-sid", headers={"mcp-session-id": old.session})
     assert conn.getresponse().status == 200
-    assert "fixed-1" not in probe(px)["bound"].values()  # under no key (id, client connection, host)
-    # the deleted id, used again without initialize: the server's 404 passes through untouched
+    assert fs.deleted[-1] == "fixed-1"  # the server got its own id back
+    assert "fixed-1" not in probe(px)["upstream_ids"].values()  # under no key (token, handle, client connection, host)
+    # the deleted session's token, used again without initialize: the server's 404 passes through untouched
     st, _, got = old.post(call("links", 2))
     assert st == 404 and orjson.loads(got)["error"]["message"] == "Session not found"
     new = client(px, "2025-06-18", path="/mcp-fixed-sid")
-    assert new.session == "fixed-1"
+    assert new.session.startswith("mcpx1.") and new.session != old.session
     _, _, msgs = new.rpc(call("links", 3))
     assert msgs[0]["result"]["content"][1] == LINK  # 2025-06-18 defines resource_link: untouched
 

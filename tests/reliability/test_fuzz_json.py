@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow
 
+from hooks_lib import hook, hook_sync
 from rel_lib import FUZZ, ROOT, count, figures  # noqa: F401  (figures: autouse fixture)
 
 _spec = importlib.util.spec_from_file_location("mcpx_addon_fuzz", ROOT / "addon" / "mcpx.py")
@@ -162,9 +163,10 @@ class Harness:
         self.client_rev, self.server_rev = client_rev, server_rev
 
     def reset(self, client_rev: str | None = None) -> None:
-        self.addon.store = mcpx_addon.SessionStore()
-        self.addon.rewriter.store = self.addon.store
-        s = self.addon.store.create(SID)
+        tracker = self.addon.state.tracker
+        for old in list(tracker):
+            tracker.end(old)
+        s = tracker.create(SID)
         s.client_rev, s.server_rev = client_rev or self.client_rev, self.server_rev
 
     def close(self) -> None:
@@ -173,7 +175,7 @@ class Harness:
     def request(self, body: bytes) -> http.HTTPFlow:
         req = http.Request.make("POST", "http://127.0.0.1:9/mcp", body, HDRS)
         f = tflow.tflow(req=req)
-        LOOP.run_until_complete(self.addon.request(f))
+        LOOP.run_until_complete(hook(self.addon, "request", f))
         return f
 
     def exchange(self, body: bytes, sse: bool) -> http.HTTPFlow:
@@ -182,12 +184,12 @@ class Harness:
         ctype = "text/event-stream" if sse else "application/json"
         raw = b"id: 1\ndata: " + body.replace(b"\n", b" ").replace(b"\r", b" ") + b"\n\n" if sse else body
         f.response = http.Response.make(200, raw if not sse else b"", {"content-type": ctype})
-        self.addon.responseheaders(f)
+        hook_sync(self.addon, "responseheaders", f)
         if sse:
             stream = f.response.stream
             assert callable(stream)
             f.response.stream_out = _joined(stream(raw)) + _joined(stream(b""))  # what mitmproxy sends on
-        LOOP.run_until_complete(self.addon.response(f))
+        LOOP.run_until_complete(hook(self.addon, "response", f))
         f.response.sent = f.response.stream_out if sse else f.response.raw_content
         f.response.original = raw
         return f
@@ -250,9 +252,12 @@ def test_response_hooks_never_raise(harness, body, sse):
 def test_request_hook_never_raises(harness, body):
     harness.reset()
     f = harness.request(body)
+    # the harness's client leg (2024-11-05) sends no MCP-Protocol-Version; its 2025-11-25 server gets one
+    assert [(r["pointer"], r["action"], r["after"]) for r in records(f) if r["pointer"].startswith("header:")] == [
+        ("header:MCP-Protocol-Version", "synthesize", harness.server_rev)]
     if body and not parseable(body):
         assert f.request.raw_content == body
-        assert [r["action"] for r in records(f)] == ["passthrough"]
+        assert [r["action"] for r in records(f) if not r["pointer"].startswith("header:")] == ["passthrough"]
     elif f.request.raw_content != body:
         orjson.loads(f.request.raw_content)
         assert records(f)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mcpx_core.framing.encoding import stream_decoder
 from mcpx_core.framing.sse import BOM, SSEParser
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter
-from mcpx_core.session import SessionStore
+from mcpx_core.session import SessionTracker
 from rel_lib import FUZZ, count, figures  # noqa: F401  (figures: autouse fixture)
 
 try:
@@ -103,7 +103,7 @@ def whole(rw_factory, body: bytes) -> bytes:
 
 def session(client_rev: str, server_rev: str = "2025-11-25"):
     def make():
-        store = SessionStore()
+        store = SessionTracker()
         s = store.create("s")
         s.client_rev, s.server_rev = client_rev, server_rev
         exch = Exchange(flow_id="f", session=s, is_mcp=True)
@@ -167,7 +167,7 @@ def test_stream_untouched_when_no_rule_applies(data):
     the stream is cut, also with no session at all (not MCP-initialised traffic)."""
     body = data.draw(sse_streams(CLEAN))
     chunks = data.draw(cuts(body))
-    for factory in (session("2025-11-25"), lambda: (Rewriter(SessionStore()), Exchange(flow_id="f"))):
+    for factory in (session("2025-11-25"), lambda: (Rewriter(SessionTracker()), Exchange(flow_id="f"))):
         assert streamed(factory, chunks) == body
         assert whole(factory, body) == body
     count("fuzz examples: SSE stream, no rule applies (output == input)")

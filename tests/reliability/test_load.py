@@ -90,7 +90,7 @@ def test_concurrent_sessions_of_mixed_revisions(tmp_path):
                            for rid, op in ((1, "links"), (2, "structured"), (10, "list"))}
         time.sleep(TTL + 1.5)  # the reference sessions expire
         base = probe(px, collect=True)
-        assert (base["sessions"], base["exchanges"], base["streams"], base["urls"]) == (0, 0, 0, 0), base
+        assert (base["sessions"], base["exchanges"], base["streams"], base["flows"]) == (0, 0, 0, 0), base
         rss_before, hwm_before = rss_kib(px.proc.pid)
         figure("load: mitmdump RSS before (MiB)", rss_before // 1024)
 
@@ -144,7 +144,7 @@ def test_concurrent_sessions_of_mixed_revisions(tmp_path):
             time.sleep(TTL + 1.5)  # the sessions end: their state expires
             after = probe(px, collect=True)
             rss_after, _ = rss_kib(px.proc.pid)
-            assert (after["sessions"], after["exchanges"], after["streams"], after["urls"], after["tasks"]) == (0, 0, 0, 0, 0), after
+            assert (after["sessions"], after["exchanges"], after["streams"], after["flows"], after["tasks"]) == (0, 0, 0, 0, 0), after
             rounds.append({"seconds": round(took, 1), "calls_per_s": round(SESSIONS * CALLS / took),
                            "peak_rss_mib": hwm // 1024, "rss_after_mib": rss_after // 1024,
                            "records": sum(sum(c.values()) for c in log.values())})

@@ -74,7 +74,9 @@ def replay_in_process(path: pathlib.Path, options: dict[str, Any] | None = None)
             tctx.configure(addon, **(options or {}))
             for f in flows:
                 await tctx.cycle(addon, f)
-            addon.done()
+            for a in addon.addons:
+                if hasattr(a, "done"):
+                    a.done()
 
     asyncio.run(run())
     return flows

@@ -189,7 +189,7 @@ def test_replay_contacts_no_peer(monkeypatch, tmp_path):
     async def no_network(*args, **kwargs):
         raise AssertionError(f"offline replay tried to contact a peer: {args[:1]}")
 
-    monkeypatch.setattr(mcpx_core.upstream, "post", no_network)
+    monkeypatch.setattr(mcpx_core.upstream.Sender, "send", no_network)
     flows = rl.replay_in_process(_path("batch-2025-03-26_everything"))
     batch = [f for f in flows if (f.request.raw_content or b"").startswith(b"[")]
     assert [f.request.headers.get("mcp-protocol-version") for f in batch] == [None, "2025-06-18"]

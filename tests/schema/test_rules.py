@@ -15,7 +15,8 @@ import pytest
 from mcpx_core.downgrade import classify, downgrade
 from mcpx_core.rewrite import Exchange, Rewriter
 from mcpx_core.rules.headers import request_headers
-from mcpx_core.session import SessionStore
+from mcpx_core.disposition import AnswerLocally, Forward
+from mcpx_core.session import SessionTracker
 from schema_check import message_errors
 
 A, B, C, D, E = "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"
@@ -336,7 +337,7 @@ def test_reject_answers_sender():
 
 
 def _exchange(client_rev: str, server_rev: str) -> tuple[Rewriter, Exchange]:
-    store = SessionStore()
+    store = SessionTracker()
     s = store.create("s1")
     s.client_rev, s.server_rev = client_rev, server_rev
     return Rewriter(store), Exchange(flow_id="f", session=s, is_mcp=True)
@@ -374,23 +375,49 @@ def test_priming_event_dropped_for_old_clients():
 
 
 def test_client_request_the_server_lacks_is_answered_locally():
-    """TASK-method-get c2s: the client's POST is answered by mcpx with -32601; nothing reaches the server."""
-    rw, exch = _exchange(C, C)
-    assert rw.request(exch, b'{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"t"}}', "s1", C) is None
-    status, body = exch.local_answer
-    assert status == 200 and orjson.loads(body) == {"jsonrpc": "2.0", "id": 3, "error": {
+    """TASK-method-get c2s: a client leg newer than the server leg (a bridged session): the client's POST
+    is answered by mcpx with -32601; nothing reaches the server."""
+    rw, exch = _exchange(D, C)
+    got = rw.request(exch, "POST", b'{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"t"}}',
+                     {"Mcp-Session-Id": "s1", "MCP-Protocol-Version": D})
+    assert isinstance(got, AnswerLocally) and got.status == 200 and orjson.loads(got.body) == {"jsonrpc": "2.0", "id": 3, "error": {
         "code": -32601, "message": "Method not found: tasks/get (not defined in MCP 2025-06-18; answered by mcpx)"}}
+    assert [(c.key(), c.from_rev, c.to_rev) for c in exch.changes] == [
+        (("header:MCP-Protocol-Version", "rewrite", "TR-protocol-version-header"), D, C),
+        (("", "drop-message", "TASK-method-get"), D, C)]
+
+
+def test_same_revision_client_request_is_never_answered_by_mcpx():
+    """Both legs speak one revision: a method that revision lacks goes to the server untouched (it
+    answers with its own HTTP status and error); mcpx is invisible."""
+    rw, exch = _exchange(C, C)
+    body = b'{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"t"}}'
+    got = rw.request(exch, "POST", body, {"Mcp-Session-Id": "s1", "MCP-Protocol-Version": C})
+    assert got == Forward(None, {}, ()) and exch.changes == []
 
 
 def test_header_rules():
     sets, removes, changes = request_headers(
-        {"MCP-Protocol-Version": D, "Mcp-Method": "tools/call", "Mcp-Name": "t", "Mcp-Param-Region": "eu", "Authorization": "Bearer x"}, C, C)
+        {"MCP-Protocol-Version": D, "Mcp-Method": "tools/call", "Mcp-Name": "t", "Mcp-Param-Region": "eu", "Authorization": "Bearer x"}, D, C)
     assert sets == {"MCP-Protocol-Version": C}
     assert removes == ["Mcp-Method", "Mcp-Name", "Mcp-Param-Region"]
     assert [c.key() for c in changes] == [("header:MCP-Protocol-Version", "rewrite", "TR-protocol-version-header"),
                                           ("header:Mcp-Method", "drop", "TR-mcp-method-name"), ("header:Mcp-Name", "drop", "TR-mcp-method-name"),
                                           ("header:Mcp-Param-Region", "drop", "TR-mcp-param-headers")]
     assert all("Bearer" not in (c.before or "") + (c.after or "") for c in changes)
+
+
+def test_protocol_version_header_when_legs_agree_and_differ():
+    """TR-protocol-version-header: both legs on one revision: the header goes as sent, whatever it
+    says (the server judges it); legs that differ: a missing header is added toward a 2025-06-18+
+    server (upgrade direction), none toward an older one."""
+    assert request_headers({"MCP-Protocol-Version": B}, D, D) == ({}, [], [])
+    assert request_headers({}, D, D) == ({}, [], [])
+    sets, removes, changes = request_headers({}, B, C)
+    assert sets == {"MCP-Protocol-Version": C} and removes == []
+    assert [(c.key(), c.before, c.after) for c in changes] == [
+        (("header:MCP-Protocol-Version", "synthesize", "TR-protocol-version-header"), None, C)]
+    assert request_headers({}, A, B) == ({}, [], [])
 
 
 def test_lenient_keeps_tolerated_fields_but_rewrites_union_members():

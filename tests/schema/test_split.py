@@ -18,7 +18,7 @@ from mcpx_core import revisions, rewrite
 from mcpx_core.framing import json_body
 from mcpx_core.framing.sse import SSEParser
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter
-from mcpx_core.session import SessionStore
+from mcpx_core.session import SessionTracker
 from property_lib import each_drawn, types_toward
 
 EXAMPLES = int(os.environ.get("MCPX_PROPERTY_EXAMPLES", "8"))
@@ -28,7 +28,7 @@ PAIRS = [(f, t) for i, f in enumerate(revisions.REVISIONS) for t in revisions.RE
 
 def rewrite_body(monkeypatch, body: bytes, method: str, frm: str, to: str, split: bool, policy="strict", sse=False):
     """(delivered JSON or None, records without time/flow, message entries, whether it split)."""
-    store = SessionStore()
+    store = SessionTracker()
     s = store.create("k")
     s.server_rev, s.client_rev = frm, to
     rw = Rewriter(store, policy=policy)
@@ -145,7 +145,7 @@ def test_big_integer_in_an_element(monkeypatch):
     it is forwarded untouched (json_body.INEXACT)."""
     big = b'{"name":"big","description":"d","inputSchema":{"type":"object","maximum":123456789012345678901234567890}}'
     body = b'{"jsonrpc":"2.0","id":7,"result":{"tools":[' + big + b"," + orjson.dumps({**TOOL, "title": "T"}) + b"]}}"
-    store = SessionStore()
+    store = SessionTracker()
     s = store.create("k")
     s.server_rev, s.client_rev = "2025-06-18", "2025-03-26"
     exch = Exchange(flow_id="f", session=s, is_mcp=True, single_request_id=7)

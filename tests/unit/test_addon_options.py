@@ -1,17 +1,11 @@
-"""Addon options and proxy-originated POSTs."""
+"""Addon options."""
 from __future__ import annotations
-
-import asyncio
-import http.server
-import threading
 
 import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons
 
 import mcpx
-from mcpx_core import upstream
-from proxy_lib import free_port
 
 
 @pytest.mark.parametrize("option,value", [("mcpx_policy", "stric"), ("mcpx_policy", "Strict"), ("mcpx_audio", "blob")])
@@ -30,39 +24,9 @@ def test_pin_option():
     addon = mcpx.MCPX()
     with taddons.context(addon) as tctx:
         tctx.configure(addon, mcpx_pin=["old-client=2025-03-26"])
-        assert addon.store.pins == {"old-client": "2025-03-26"}
+        assert addon.state.tracker.pins == {"old-client": "2025-03-26"}
         with pytest.raises(exceptions.OptionsError, match="mcpx_pin"):
             tctx.configure(addon, mcpx_pin=["old-client=2025-13-01"])
-
-
-def test_proxy_post_sends_each_header_once():
-    """A client's "Content-Type" and mcpx's default must not reach the server as two headers."""
-    seen = []
-
-    class H(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            seen.append([k.lower() for k in self.headers.keys()])
-            self.rfile.read(int(self.headers["content-length"]))
-            self.send_response(202)
-            self.send_header("content-length", "0")
-            self.end_headers()
-
-        def log_message(self, *a):
-            pass
-
-    port = free_port()
-    srv = http.server.HTTPServer(("127.0.0.1", port), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        reply = asyncio.run(upstream.post(f"http://127.0.0.1:{port}/mcp", {
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "Mcp-Session-Id": "s1", "Content-Length": "99", "Host": "elsewhere"}, b"{}"))
-    finally:
-        srv.shutdown()
-    assert reply.status == 202
-    names = seen[0]
-    assert names.count("content-type") == 1 and names.count("accept") == 1 and names.count("host") == 1
-    assert "mcp-session-id" in names
 
 
 def test_outstanding_request_ids_are_bounded_per_session():

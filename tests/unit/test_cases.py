@@ -14,7 +14,8 @@ import pytest
 from conftest import load_cases
 from mcpx_core.framing.sse import SSEParser
 from mcpx_core.rewrite import Exchange, Rewriter
-from mcpx_core.session import SessionStore
+from mcpx_core.disposition import SplitBatch
+from mcpx_core.session import SessionTracker
 from schema_check import message_errors
 
 CASES = {c["id"]: c for c in load_cases()}
@@ -38,13 +39,14 @@ RECORDS = {
     "B08": [("/result/content/1/annotations/lastModified", "drop", "ANN-lastModified"),
             ("/result/content/1/_meta", "drop", "META-on-content-blocks")],
     "B10": [("", "passthrough", "PASSTHROUGH-error")],
-    "B11": [("", "split", "RPC-batch-request")],
+    # the 2025-03-26 client leg sends no MCP-Protocol-Version; its 2025-06-18 server gets one (upgrade direction)
+    "B11": [("header:MCP-Protocol-Version", "synthesize", "TR-protocol-version-header"), ("", "split", "RPC-batch-request")],
     "B13": [],
 }
 
 
 def session_rewriter(case: dict) -> tuple[Rewriter, Exchange]:
-    store = SessionStore()
+    store = SessionTracker()
     s = store.create("sess-1")
     s.client_rev = case["negotiated"]["client_revision"]
     s.server_rev = case["negotiated"]["server_revision"]
@@ -148,11 +150,12 @@ def test_b11_batch_split():
     case = CASES["B11"]
     rw, exch = session_rewriter(case)
     body = body_of(case)
-    assert rw.request(exch, body, "sess-1", None) is None
-    assert [orjson.loads(b) for b in exch.split] == case["expected"]["body_json"]
-    assert exch.batch_ids == [11, 12]
+    got = rw.request(exch, "POST", body, {"Mcp-Session-Id": "sess-1"})
+    assert isinstance(got, SplitBatch) and got.set_headers == {"MCP-Protocol-Version": "2025-06-18"}
+    assert [orjson.loads(b) for b in got.members] == case["expected"]["body_json"]
+    assert exch.request_ids == {11: "tools/call", 12: "tools/call"}
     assert records(exch) == RECORDS["B11"]
-    assert "batch" in exch.changes[0].detail
+    assert "batch" in exch.changes[1].detail
 
 
 def test_b13_byte_for_byte():

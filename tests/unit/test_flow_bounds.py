@@ -11,7 +11,7 @@ import orjson
 
 from mcpx_core.framing.sse import SSEParser
 from mcpx_core.rewrite import FLOW_KEEP_MAX, Exchange, Rewriter, SSERewriter
-from mcpx_core.session import SessionStore
+from mcpx_core.session import SessionTracker
 
 N = 2500
 
@@ -23,7 +23,7 @@ def event(i: int) -> bytes:
 
 
 def test_long_stream_keeps_bounded_records_and_rewrites_every_event():
-    store = SessionStore()
+    store = SessionTracker()
     s = store.create("s")
     s.client_rev = s.server_rev = "2024-11-05"
     logged = []

@@ -73,8 +73,8 @@ def test_change_record_validation_and_log_line(tmp_path):
 
 def _exchange(frm="2025-06-18", to="2025-03-26", method="tools/call"):
     from mcpx_core.rewrite import Exchange, Rewriter
-    from mcpx_core.session import SessionStore
-    store = SessionStore()
+    from mcpx_core.session import SessionTracker
+    store = SessionTracker()
     s = store.create("k")
     s.server_rev, s.client_rev = frm, to
     exch = Exchange(flow_id="f", session=s, is_mcp=True, single_request_id=1)

@@ -5,6 +5,8 @@
   ``ELIC-complete-notification``, ``TASK-status-notification``, ``SUB-acknowledged``.
 - A request whose method the receiver lacks is not delivered; the sender gets -32601, which is
   what the older peer itself would answer (``ELIC-request``, ``TASK-method-*``; REVISIONS.md 7.3).
+  Not for a client's request when both legs speak one revision: the server answers it itself
+  (with its own HTTP status and error), so mcpx stays invisible.
 - A notification that lacks a field the receiver requires is not delivered
   (``CANCEL-requestId-optional``: schema/2025-06-18/schema.ts:167 requires requestId).
 - ``RES-resultType`` (schema/2026-07-28/schema.ts:216): a result whose ``resultType`` is not
@@ -38,6 +40,8 @@ ERROR_CODES = {
 def undefined_method(walk: Walk, message: dict, kind: str, method: str | None, request_id: Any) -> Outcome | None:
     if kind not in ("request", "notification") or not isinstance(method, str):
         return None
+    if walk.direction == "c2s" and walk.from_rev == walk.to_rev:
+        return None  # both legs agree: the server answers (or ignores) it itself; mcpx is invisible
     m = walk.model
     if walk.direction == "s2c":
         allowed = m.server_requests if kind == "request" else m.server_notifications

@@ -1,0 +1,33 @@
+"""mcpx as small mitmproxy addons sharing one :class:`~.state.State` (as ``default_addons()``
+composes mitmproxy): options, client requests, server responses, commands, session expiry.
+
+:class:`MCPX` holds them as sub-addons (mitmproxy registers an addon's ``addons`` attribute too),
+so ``addon/mcpx.py`` loads one object and ``ctx.master.addons.get("mcpx").state`` reaches the state.
+"""
+
+from __future__ import annotations
+
+from .commands import Commands
+from .expiry import Expiry
+from .options import Options
+from .requests import ClientRequests
+from .responses import ServerResponses
+from .state import State
+
+
+def default_addons(state: State) -> list:
+    """The addons of one mcpx, sharing ``state``."""
+    return [Options(state), ClientRequests(state), ServerResponses(state), Commands(state), Expiry(state)]
+
+
+class MCPX:
+    """One mcpx: :func:`default_addons` over one new :class:`State`."""
+
+    name = "mcpx"
+
+    def __init__(self) -> None:
+        self.state = State()
+        self.addons = default_addons(self.state)
+
+
+__all__ = ["MCPX", "default_addons", "State", "Options", "ClientRequests", "ServerResponses", "Commands", "Expiry"]

@@ -1,0 +1,147 @@
+"""Dispositions that make mcpx send requests itself: a sealed session's initialize, a split batch.
+
+Both go out through :class:`~mcpx_core.upstream.Sender` (mitmproxy's own client-replay core), as
+flows of their own, and their answers are rewritten with the same code path as any response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from mitmproxy import http
+
+from .. import upstream
+from ..framing import json_body
+from ..framing.sse import SSEParser
+from ..rewrite import Exchange, SSERewriter
+from ..session import SESSION_HEADER
+from .headers import header_fields
+from .state import State
+
+logger = logging.getLogger("mcpx")
+
+#: response headers not copied from the server's answer onto the one mcpx gives the client
+_RESPONSE_HOP = frozenset({"content-length", "connection", "transfer-encoding", "keep-alive", "content-encoding",
+                           "trailer", "upgrade", SESSION_HEADER})
+
+
+def _error(rid, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
+    """MintSession: send the client's ``initialize`` to the server as mcpx's own flow, wait for
+    its answer (the whole JSON body, or the SSE events up to the one that answers it: a server may
+    hold the stream open), rewrite it as any answer, seal the session and answer the client with
+    the token as ``Mcp-Session-Id``. SSE events the server sends on that stream after the answer
+    cannot reach the client (its answer has ended): each is logged as not delivered."""
+    rid = exch.single_request_id
+    loop = asyncio.get_running_loop()
+    answered: asyncio.Future = loop.create_future()
+    parser = SSEParser()
+    events: list[bytes] = []
+    late: list[int] = []
+
+    def on_chunk(chunk: bytes) -> None:
+        evs = parser.feed(chunk) if chunk else parser.close()[0]
+        for ev in evs:
+            if answered.done():
+                late.append(1)
+                continue
+            events.append(ev.raw)
+            if ev.payload is not None and not ev.blank() and _answers(ev.payload, rid):
+                answered.set_result(True)
+        if chunk == b"":
+            if not answered.done():
+                answered.set_result(False)
+            elif late:
+                st.rewriter.passthrough(exch, "s2c", f"{len(late)} SSE events the server sent after the initialize "
+                                                      "result, on a stream mcpx had answered: not delivered")
+
+    try:
+        reply = await st.sender.send(flow, "POST", flow.request.raw_content, st.sender.copy_headers(flow),
+                                     "initialize, to seal the session", timeout=120, on_chunk=on_chunk, stop=answered)
+    except upstream.UpstreamError as e:
+        st.rewriter.passthrough(exch, "c2s", f"initialize not sent: {e.reason}")
+        flow.response = http.Response.make(502, json_body.dumps(_error(rid, -32603, f"mcpx could not reach the server: {e.reason}")),
+                                           {"content-type": "application/json"})
+        return
+    exch.answered = True
+    sse = reply.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+    if sse:
+        original = b"".join(events)
+        body = SSERewriter(st.rewriter, exch).whole(original)
+    else:
+        original = reply.body
+        new = st.rewriter.response_json(exch, original) if original else None
+        body = original if new is None else new
+    token = st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
+    headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in _RESPONSE_HOP]
+    if token:
+        headers.append(("Mcp-Session-Id", token))
+    flow.response = http.Response.make(reply.status, body, header_fields(headers))
+    if body != original:
+        st.keep_body(flow, "response", original)
+
+
+def _answers(payload: bytes, rid) -> bool:
+    try:
+        parsed = json_body.parse(payload)
+    except json_body.Unparseable:
+        return False
+    return any(isinstance(m, dict) and m.get("id") == rid and ("result" in m or "error" in m) for m in parsed.messages)
+
+
+async def split_batch(st: State, flow: http.HTTPFlow, exch: Exchange, members: tuple[bytes, ...]) -> None:
+    """RPC-batch-request: POST each member alone (mcpx's own flows), answer the client with one batch.
+
+    A member whose POST fails (the server unreachable, its certificate not trusted, ...) is
+    answered with a JSON-RPC error -32603 naming why, with a record; nothing is retried."""
+    exch.answered = True
+    headers = {k.lower(): v for k, v in flow.request.headers.items()}
+    headers.pop("content-length", None)
+    headers.pop("accept-encoding", None)
+    answers: list[bytes] = []  # JSON texts, joined into one batch as they are (exact numbers)
+    for body in members:
+        try:
+            reply = await st.sender.send(flow, "POST", body, headers, "a member of a split batch", timeout=600)
+        except upstream.UpstreamError as e:
+            st.rewriter.passthrough(exch, "c2s", f"batch member not sent: {e.reason}")
+            rid = _request_id(body)
+            if rid is not None:
+                answers.append(json_body.dumps(_error(rid, -32603, f"mcpx could not reach the server: {e.reason}")))
+            continue
+        if reply.status == 202 or not reply.body:
+            continue
+        if reply.headers.get("content-type", "").startswith("text/event-stream"):
+            parser = SSEParser()
+            delivered = SSERewriter(st.rewriter, exch).whole(reply.body)
+            for ev in parser.feed(delivered) + parser.close()[0]:
+                if ev.payload is not None and not ev.blank():
+                    try:
+                        answers.extend(json_body.response_texts(ev.payload))
+                    except json_body.Unparseable:
+                        continue
+        else:
+            new = st.rewriter.response_json(exch, reply.body)
+            try:
+                answers.extend(json_body.response_texts(new if new is not None else reply.body))
+            except json_body.Unparseable:
+                st.rewriter.passthrough(exch, "s2c", "batch member answer is not JSON")
+    exch.is_mcp = True
+    if answers:
+        flow.response = http.Response.make(200, b"[" + b",".join(answers) + b"]", {"content-type": "application/json"})
+    else:
+        flow.response = http.Response.make(202, b"", {})
+    sid = exch.session.token if exch.session is not None and exch.session.token else flow.request.headers.get(SESSION_HEADER)
+    if sid:
+        flow.response.headers[SESSION_HEADER] = sid
+
+
+def _request_id(body: bytes):
+    try:
+        m = json_body.parse(body).messages[0]
+    except (json_body.Unparseable, IndexError):
+        return None
+    return m.get("id") if isinstance(m, dict) and "method" in m else None

@@ -1,0 +1,41 @@
+"""Forget idle sessions (``mcpx_session_ttl``) while no new ones arrive, too."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from .state import State
+
+logger = logging.getLogger("mcpx")
+
+
+class Expiry:
+    name = "mcpx.expiry"
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self._task: asyncio.Task | None = None
+
+    def running(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (tests driving the hooks directly)
+            return
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._expire())
+
+    async def _expire(self) -> None:
+        tracker = self.state.tracker
+        while True:
+            await asyncio.sleep(max(0.5, min(tracker.ttl / 2, 60)))
+            n = tracker.expire()
+            if n:
+                logger.info(f"mcpx: {n} idle sessions left memory, {len(tracker)} remain (a sealed one is opened again from its token)")
+
+    def done(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        if self.state.log_file:
+            self.state.log_file.close()

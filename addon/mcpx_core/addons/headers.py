@@ -1,0 +1,40 @@
+"""HTTP header helpers of the hooks: one decoding pass over the headers mcpx reads."""
+
+from __future__ import annotations
+
+from mitmproxy import http
+
+#: the headers mcpx reads (lower case); every ``mcp-*`` field is read as well
+_READ_HEADERS = frozenset({b"content-type", b"content-encoding", b"content-length", b"transfer-encoding"})
+
+
+def header_map(message: http.Message) -> tuple[dict[str, str], dict[str, str]]:
+    """(lower-case name -> value, name as sent -> value) of the headers mcpx reads
+    (:data:`_READ_HEADERS` and every ``Mcp-*`` field), values as ``headers.get`` gives them
+    (repeated fields joined by ", "), in one pass that decodes only those: each ``headers.get``
+    scans and decodes every field."""
+    lower: dict[str, str] = {}
+    named: dict[str, str] = {}
+    for k, v in message.headers.fields:
+        lk = k.lower()
+        if lk[:4] != b"mcp-" and lk not in _READ_HEADERS:
+            continue
+        name = k.decode("utf-8", "surrogateescape")
+        value = v.decode("utf-8", "surrogateescape")
+        low = lk.decode("utf-8", "surrogateescape")
+        if low in lower:
+            lower[low] = f"{lower[low]}, {value}"
+            first = next(n for n in named if n.lower() == low)
+            named[first] = lower[low]
+        else:
+            lower[low] = named[name] = value
+    return lower, named
+
+
+def header_fields(pairs) -> list[tuple[bytes, bytes]]:
+    """(name, value) string pairs as the byte fields ``http.Response.make`` takes."""
+    return [(k.encode("utf-8", "surrogateescape"), v.encode("utf-8", "surrogateescape")) for k, v in pairs]
+
+
+def media_type(headers: dict[str, str]) -> str:
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower()

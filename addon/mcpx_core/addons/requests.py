@@ -1,0 +1,121 @@
+"""The ``request`` hook: frame the client's request, get its disposition, carry it out."""
+
+from __future__ import annotations
+
+import logging
+
+from mitmproxy import http
+
+from .. import upstream
+from ..disposition import AnswerLocally, Forward, Hold, MintSession, SplitBatch
+from .actions import mint_session, split_batch
+from .headers import header_fields, header_map, media_type
+from .state import State
+
+logger = logging.getLogger("mcpx")
+
+class ClientRequests:
+    """Client -> server: every request gets a disposition (:mod:`mcpx_core.disposition`)."""
+
+    name = "mcpx.requests"
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """A request whose body mitmproxy streams (larger than ``stream_large_bodies``, which mcpx
+        sets to ``mcpx_max_body``) has its headers sent before the ``request`` hook: its session
+        header is translated now (the body is not parsed anyway)."""
+        st = self.state
+        if not flow.request.stream or upstream.is_own(flow):
+            return
+        exch = st.exchange(flow)
+        _, names = header_map(flow.request)
+        exch.early = st.rewriter.request(exch, flow.request.method, None, names, live=st.sender.available(flow))
+        match exch.early:
+            case Forward(set_headers=sets, remove_headers=removes):
+                _edit_headers(flow.request, sets, removes)
+            case AnswerLocally():
+                flow.request.stream = False  # a response cannot be set on a streamed request: read it, then answer
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        st = self.state
+        if upstream.is_own(flow):
+            return  # sent by mcpx: already for the server's revision
+        if not flow.live and isinstance(flow.metadata.get("mcpx"), dict):
+            # read from a file mcpx wrote (mitmweb -r): already rewritten; keep bodies and records as they are
+            return
+        early = st.exchanges.get(flow.id)
+        if early is not None and early.early is not None:
+            self._oversize(flow, early)
+            if isinstance(early.early, AnswerLocally):
+                early.answered = True
+                flow.response = http.Response.make(early.early.status, early.early.body, header_fields(early.early.headers))
+            st.annotate(flow, early)
+            return
+        exch = st.exchange(flow)
+        req = flow.request
+        hv, names = header_map(req)
+        if (req.is_http2 or req.is_http3) and req.raw_content and "content-length" not in hv \
+                and "transfer-encoding" not in hv:
+            # HTTP/2 frames a body without Content-Length; mitmproxy forwards it to an HTTP/1.1
+            # server without one, and the server cannot find the body's end (the MCP POST is lost)
+            req.headers["content-length"] = str(len(req.raw_content))
+        body = req.raw_content if req.method == "POST" else None
+        too_big = (len(body) if body else 0) > st.max_body or (req.method == "POST" and req.stream is True)
+        if too_big:
+            body = None
+        elif body is not None and hv.get("content-encoding"):
+            body = _decoded(req)
+        try:
+            disposition = st.rewriter.request(exch, req.method, body, names, live=st.sender.available(flow))
+        except Exception as e:  # never lose a message
+            st.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
+            disposition = Forward()
+        if too_big:
+            self._oversize(flow, exch)
+        match disposition:
+            case Forward(body=new, set_headers=sets, remove_headers=removes):
+                _edit_headers(req, sets, removes)
+                if new is not None:
+                    st.keep_body(flow, "request", req.get_content(strict=False) or b"")
+                    req.content = new
+            case AnswerLocally(status=status, body=payload, headers=headers):
+                exch.answered = True
+                flow.response = http.Response.make(status, payload, header_fields(headers))
+            case SplitBatch(members=members, set_headers=sets, remove_headers=removes):
+                _edit_headers(req, sets, removes)
+                if st.sender.available(flow):
+                    await split_batch(st, flow, exch, members)
+                else:  # offline replay (mitmdump -nr, FlowReader): never contact the server; the
+                    # split record says what would be sent, the recorded response is rewritten as usual
+                    logger.info(f"mcpx: offline flow: batch of {len(members)} messages not split upstream")
+            case MintSession():
+                await mint_session(st, flow, exch)
+            case Hold(key=key):  # a bridge answers it later
+                logger.debug(f"mcpx: request held by a bridge ({key})")
+        st.annotate(flow, exch)
+
+
+    def _oversize(self, flow: http.HTTPFlow, exch) -> None:
+        """The passthrough record of a request body above ``mcpx_max_body`` (MCP traffic only)."""
+        hv, _ = header_map(flow.request)
+        if exch.is_mcp or media_type(hv) == "application/json":
+            exch.is_mcp = True
+            n = len(flow.request.raw_content) if flow.request.raw_content is not None else hv.get("content-length")
+            size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
+            self.state.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
+
+
+def _edit_headers(req: http.Request, sets: dict[str, str], removes: tuple[str, ...]) -> None:
+    for name in removes:
+        del req.headers[name]
+    for name, value in sets.items():
+        req.headers[name] = value
+
+
+def _decoded(message: http.Message) -> bytes | None:
+    try:
+        return message.get_content(strict=True)
+    except ValueError:
+        return None

@@ -1,0 +1,130 @@
+"""The ``responseheaders``, ``response`` and ``error`` hooks: server -> client.
+
+SSE responses are rewritten event by event as they stream (``flow.response.stream``); JSON bodies
+whole in ``response``. In a sealed session the server's own ``Mcp-Session-Id`` never reaches the
+client: a response that repeats it carries the client's token instead (some clients adopt the id of
+any response).
+"""
+
+from __future__ import annotations
+
+from mitmproxy import http
+
+from .. import upstream
+from ..framing.encoding import stream_decoder
+from ..rewrite import Exchange, SSERewriter
+from ..session import SESSION_HEADER
+from .headers import header_map, media_type
+from .state import State
+
+
+class ServerResponses:
+    name = "mcpx.responses"
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        st = self.state
+        if upstream.is_own(flow):
+            st.sender.responseheaders(flow)
+            return
+        exch = st.exchanges.get(flow.id)
+        if exch is None or not exch.is_mcp or flow.response is None or exch.answered:
+            return
+        s = exch.session
+        if exch.initialize is not None:
+            # key the session by the server's id now: a server may keep the initialize SSE stream open
+            # while the client already sends its next requests with that id (unsealed sessions)
+            st.rewriter.session_learned(exch, flow.response.headers.get(SESSION_HEADER))
+        elif s is not None and s.token is not None and SESSION_HEADER in flow.response.headers:
+            flow.response.headers[SESSION_HEADER] = s.token
+        if not flow.live:  # offline replay: nothing streams, the response hook rewrites the whole
+            return  # (decoded) body and keeps its Content-Encoding
+        hv, _ = header_map(flow.response)
+        if media_type(hv) != "text/event-stream":
+            size = hv.get("content-length")
+            if size and size.isdigit() and int(size) > st.max_body:
+                flow.response.stream = True
+                st.rewriter.passthrough(exch, "s2c", f"body of {size} bytes exceeds mcpx_max_body: streamed through untouched")
+            return
+        decoder = None
+        enc = hv.get("content-encoding", "").strip()
+        if enc and enc.lower() != "identity":
+            try:
+                decoder = stream_decoder(enc)
+            except ValueError as e:
+                st.rewriter.passthrough(exch, "s2c", f"{e}: SSE stream forwarded untouched")
+                flow.response.stream = True
+                return
+            del flow.response.headers["content-encoding"]
+        if "content-length" in hv:
+            del flow.response.headers["content-length"]
+            if flow.response.http_version == "HTTP/1.1":
+                flow.response.headers["transfer-encoding"] = "chunked"
+        stream = SSERewriter(st.rewriter, exch, decoder, keep=st.keep_original, max_event=st.max_body)
+        st.streams[flow.id] = stream
+        flow.response.stream = stream.chunks
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        st = self.state
+        if upstream.is_own(flow):
+            return
+        exch, stream = st.forget(flow)
+        if exch is None or flow.response is None:
+            return
+        if exch.is_mcp:
+            try:
+                self._response(flow, exch, stream)
+            except Exception as e:  # never lose a message
+                st.rewriter.passthrough(exch, "s2c", f"internal error: {type(e).__name__}: {e}")
+        st.annotate(flow, exch)
+
+    def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
+        st = self.state
+        resp = flow.response
+        if exch.answered:
+            return  # mcpx wrote this response itself, already for the client's revision
+        if exch.initialize is not None:
+            st.rewriter.session_learned(exch, resp.headers.get(SESSION_HEADER))
+        if flow.request.method == "DELETE" and 200 <= resp.status_code < 300:
+            if exch.session is not None and not exch.session.key.startswith("("):
+                st.closed.append(exch.session)
+                st.tracker.end(exch.session)
+            return
+        if stream is not None and stream.finished:
+            # streamed live: keep what was delivered (bounded) so views and -w see it
+            if stream.original != stream.delivered:
+                st.keep_body(flow, "response", bytes(stream.original))
+            if resp.raw_content in (None, b""):
+                resp.content = bytes(stream.delivered)
+            return
+        if resp.stream is True:
+            if not any(c.action == "passthrough" and c.direction == "s2c" for c in exch.changes):
+                st.rewriter.passthrough(exch, "s2c", "body larger than stream_large_bodies (mcpx_max_body unless set): "
+                                                     "streamed through untouched")
+            return
+        if resp.raw_content is None:
+            return
+        body = resp.get_content(strict=False) or b""
+        if len(body) > st.max_body:
+            st.rewriter.passthrough(exch, "s2c", f"body of {len(body)} bytes exceeds mcpx_max_body: passed through untouched")
+            return
+        if media_type(header_map(resp)[0]) == "text/event-stream":
+            new = SSERewriter(st.rewriter, exch).whole(body)
+            if new == body:
+                return
+        else:
+            new = st.rewriter.response_json(exch, body)
+            if new is None:
+                return
+        st.keep_body(flow, "response", body)
+        resp.content = new
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        st = self.state
+        if upstream.is_own(flow):
+            return
+        exch, _ = st.forget(flow)
+        if exch is not None and exch.is_mcp:
+            st.annotate(flow, exch)

@@ -1,0 +1,143 @@
+"""The state mcpx's small addons share (one object, made by :func:`mcpx_core.addons.default_addons`).
+
+It holds the session tracker, the rewriter (framing -> session -> downgrade -> records), the
+sender of mcpx's own requests, the per-flow exchanges and SSE streams, and the change sink: the
+JSON Lines log, mitmproxy's event log and ``flow.metadata["mcpx"]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from mitmproxy import http
+
+from .. import revisions, upstream
+from ..changes import Change, ChangeLog, flow_summary, summary_line
+from ..framing import json_body
+from ..rewrite import Exchange, Rewriter, SSERewriter
+from ..session import SESSION_HEADER, VERSION_HEADER, Session, SessionTracker
+
+logger = logging.getLogger("mcpx")
+
+CLOSED_KEPT = 1000  # ended sessions kept for the mcpx.sessions / mcpx.report commands
+
+
+class State:
+    """Everything mcpx's addons share. Options land here from :class:`~.options.Options`."""
+
+    def __init__(self) -> None:
+        self.tracker = SessionTracker()
+        self.rewriter = Rewriter(self.tracker, on_changes=self.on_changes, on_reply=self.on_reply)
+        self.sender = upstream.Sender()
+        self.log_file: ChangeLog | None = None
+        self.exchanges: dict[str, Exchange] = {}
+        self.streams: dict[str, SSERewriter] = {}
+        #: live flows in progress, by id: the flow an answer on the client's behalf is sent for
+        self.flows: dict[str, http.HTTPFlow] = {}
+        self.tasks: set[asyncio.Task] = set()
+        #: sessions the client ended (HTTP DELETE), newest last, still listed by mcpx.sessions / mcpx.report
+        self.closed: deque[Session] = deque(maxlen=CLOSED_KEPT)
+        # mcpx_max_body and mcpx_keep_original, read on every flow (ctx.options copies each value)
+        self.max_body = 64 << 20
+        self.keep_original = 1 << 20
+
+    # -- per flow -----------------------------------------------------------------------------
+    def exchange(self, flow: http.HTTPFlow) -> Exchange:
+        """A new :class:`Exchange` for ``flow`` (fallback session keys: its connection, its host)."""
+        if flow.live:  # answers on the client's behalf are sent for it; offline flows get none
+            self.flows[flow.id] = flow
+        peer = flow.client_conn.peername
+        exch = Exchange(flow_id=flow.id, client_keys=(f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}") if peer else ())
+        self.exchanges[flow.id] = exch
+        return exch
+
+    def forget(self, flow: http.HTTPFlow) -> tuple[Exchange | None, SSERewriter | None]:
+        """Drop the per-flow state of ``flow``; returns what was kept."""
+        self.flows.pop(flow.id, None)
+        return self.exchanges.pop(flow.id, None), self.streams.pop(flow.id, None)
+
+    def keep_body(self, flow: http.HTTPFlow, side: str, body: bytes) -> None:
+        """Keep up to ``mcpx_keep_original`` bytes of an original body on the flow (the views)."""
+        limit = self.keep_original
+        if not limit:
+            return
+        meta = flow.metadata.setdefault("mcpx", {})
+        meta[f"original_{side}"] = body[:limit].decode("utf-8", "replace")
+        if len(body) > limit:
+            meta[f"original_{side}_truncated"] = len(body)
+
+    # -- records ------------------------------------------------------------------------------
+    def on_changes(self, exch: Exchange, changes: list[Change]) -> None:
+        """The change sink: the JSON Lines log, and one summary line per message in mitmproxy's log."""
+        if self.log_file:
+            try:
+                self.log_file.write(changes)
+            except OSError as e:
+                logger.error(f"mcpx: cannot write change log: {e}")
+        first = changes[0]
+        where = f"{first.direction} {first.method or ''} id={first.jsonrpc_id}" if first.jsonrpc_id is not None else f"{first.direction} {first.method or ''}"
+        level = logging.WARNING if any(c.action == "passthrough" for c in changes) else logging.INFO
+        by_action: dict[str, set[str]] = {}
+        for c in changes:
+            by_action.setdefault(c.action, set()).add(c.rule)
+        rules = "; ".join(f"{a}: {', '.join(sorted(r))}" for a, r in by_action.items())
+        logger.log(level, f"mcpx: {where.strip()} {first.from_rev}->{first.to_rev}: {summary_line(changes, None)} ({rules})")
+        if logger.isEnabledFor(logging.DEBUG):
+            for c in changes:
+                logger.debug(f"mcpx:   {c.line()}")
+
+    def annotate(self, flow: http.HTTPFlow, exch: Exchange) -> None:
+        """Store what mcpx saw and did on ``flow.metadata["mcpx"]``, the flow's comment and mark."""
+        if not exch.is_mcp:
+            return
+        meta = flow.metadata.setdefault("mcpx", {})
+        s = exch.session
+        meta["session"] = s.key if s else None
+        meta["client_revision"], meta["server_revision"] = (s.client_leg, s.server_rev) if s else (None, None)
+        meta["client_info"], meta["server_info"] = (s.client_info, s.server_info) if s else (None, None)
+        meta["messages"] = exch.messages
+        kept = meta.get("changes")
+        if not isinstance(kept, list) or len(kept) > len(exch.changes):
+            kept = meta["changes"] = []
+        kept.extend(c.as_dict() for c in exch.changes[len(kept):])  # records are only appended
+        if exch.messages_omitted or exch.changes_omitted:  # a long stream: the rest are only in the change log
+            meta["messages_omitted"], meta["changes_omitted"] = exch.messages_omitted, exch.changes_omitted
+        if exch.replies:
+            meta["replies"] = exch.replies
+        if exch.changes:
+            flow.comment = "mcpx: " + flow_summary(exch.changes)
+            if any(c.action in ("drop", "drop-message", "passthrough") for c in exch.changes):
+                flow.marked = ":scissors:"
+
+    # -- answers on the client's behalf ---------------------------------------------------------
+    def on_reply(self, exch: Exchange, reply: dict) -> None:
+        """Answer a server request the client's revision cannot receive, on the client's behalf
+        (sent at once: the server waits for it); offline, only kept on the flow."""
+        flow = self.flows.get(exch.flow_id or "")
+        if flow is None or not self.sender.available(flow):
+            exch.replies.append(reply)
+            logger.info(f"mcpx: not sent (flow is not live): answer to server request id={reply.get('id')!r}"
+                        f" with error {(reply.get('error') or {}).get('code')}")
+            return
+        task = asyncio.get_running_loop().create_task(self._send_reply(flow, exch, reply))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _send_reply(self, flow: http.HTTPFlow, exch: Exchange, reply: dict) -> None:
+        s = exch.session
+        extra: dict[str, str] = {}
+        if s is not None and s.upstream_id:
+            extra[SESSION_HEADER] = s.upstream_id
+        elif s is not None and not s.sealed and s.key and not s.key.startswith(("conn:", "host:", "flow:", "(")):
+            extra[SESSION_HEADER] = s.key  # an unsealed session is known by the server's own id
+        if s is not None and s.server_rev and not revisions.older(s.server_rev, "2025-06-18"):
+            extra[VERSION_HEADER] = s.server_rev
+        code = (reply.get("error") or {}).get("code")
+        try:
+            r = await self.sender.send(flow, "POST", json_body.dumps(reply), self.sender.headers_for(flow, extra, on_behalf=True),
+                                       f"answer to server request id={reply.get('id')!r} (error {code})", timeout=30)
+            logger.info(f"mcpx: answered server request id={reply.get('id')!r} with error {code} (HTTP {r.status})")
+        except upstream.UpstreamError as e:
+            logger.warning(f"mcpx: could not answer server request {reply.get('id')!r}: {e.reason}")
+            self.rewriter.passthrough(exch, "c2s", f"answer to server request id={reply.get('id')!r} not sent: {e.reason}")
