@@ -183,16 +183,35 @@ def start_everything_server(port: int | None = None, timeout: float = 20.0) -> P
     return _start("everything", lambda p: [node, str(script), str(p)], port, _minimal_env(), timeout)
 
 
-def start_py_server(port: int | None = None, timeout: float = 30.0, stateless: bool = False, json_response: bool = False) -> PeerServer:
+def start_py_server(
+    port: int | None = None,
+    timeout: float = 30.0,
+    stateless: bool = False,
+    json_response: bool = False,
+    only_2026: bool = False,
+    mrtr_tools: bool | None = None,
+) -> PeerServer:
     """tests/peers/py_server.py on PyPI mcp==2.3.0, Streamable HTTP, minimal env.
 
     ``stateless``: no Mcp-Session-Id (MCPServer stateless_http); ``json_response``: application/json
-    answers instead of SSE streams."""
+    answers instead of SSE streams (except subscriptions/listen, always SSE).
+    ``mrtr_tools``: also serve the client-input tools, prompt and resource template and the
+    change-notification tools of py_server_mrtr.py (mrtr_elicit, mrtr_sample, mrtr_roots, mrtr_all,
+    mrtr_two_rounds, mrtr_prompt, resource://mrtr/{item}, add_dynamic_tool, touch_resource); off by
+    default so the default server's lists stay as scenarios.json expects.
+    ``only_2026``: a 2026-07-28-only server (implies ``mrtr_tools``): the same SDK server behind
+    py_server_mrtr.Only2026Gate, which refuses all legacy traffic (initialize -> 400/-32022,
+    GET/DELETE -> 405, no _meta -> 400/-32602); 2026-07-28 requests reach the SDK unchanged."""
     py = _venv_python(PY_SERVER_VERSION)
     script = PEERS_DIR / "py_server.py"
     env = _minimal_env({"PYTHONUNBUFFERED": "1"})
     flags = (["--stateless"] if stateless else []) + (["--json"] if json_response else [])
-    return _start("py", lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
+    if only_2026:
+        flags.append("--only-2026")
+    elif mrtr_tools:
+        flags.append("--mrtr-tools")
+    name = "py-2026" if only_2026 else "py"
+    return _start(name, lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
 
 
 def _run_client(argv: list[str], ops: list[dict[str, Any]], timeout: float, env: dict[str, str]) -> dict[str, Any]:

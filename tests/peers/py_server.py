@@ -166,7 +166,17 @@ def item(item_id: str) -> str:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if not args or not args[0].isdigit() or set(args[1:]) - {"--stateless", "--json"}:
-        sys.exit("usage: py_server.py PORT [--stateless] [--json]")
-    mcp.run("streamable-http", host="127.0.0.1", port=int(args[0]),
-            stateless_http="--stateless" in args, json_response="--json" in args)
+    flags = {"--stateless", "--json", "--mrtr-tools", "--only-2026"}
+    if not args or not args[0].isdigit() or set(args[1:]) - flags:
+        sys.exit("usage: py_server.py PORT [--stateless] [--json] [--mrtr-tools] [--only-2026]")
+    if "--mrtr-tools" in args or "--only-2026" in args:
+        import py_server_mrtr
+
+        py_server_mrtr.register(mcp)
+    if "--only-2026" in args:
+        import py_server_mrtr
+
+        py_server_mrtr.run_only_2026(mcp, int(args[0]), stateless="--stateless" in args, json_response="--json" in args)
+    else:
+        mcp.run("streamable-http", host="127.0.0.1", port=int(args[0]),
+                stateless_http="--stateless" in args, json_response="--json" in args)
