@@ -33,7 +33,7 @@ from proxy_lib import Proxy  # noqa: E402
 TRACES = HERE / "traces"
 TAP = HERE / "trace_tap.py"
 PIN = {"versionNegotiation": "pin:2026-07-28"}
-ROOTS = [{"uri": "file:///tmp/mcpx-root", "name": "mcpx root"}]
+ROOTS = pl.TEST_ROOTS
 PV = "io.modelcontextprotocol/protocolVersion"
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 INFO = "io.modelcontextprotocol/clientInfo"
@@ -526,10 +526,10 @@ def scripted_tool_cases() -> list[str]:
     return TOOL_CASES
 
 
-def start_scripted() -> Any:
+def start_scripted(minimal_discover: bool = False) -> Any:
     from scripted_2026_server import ScriptedServer
 
-    return ScriptedServer()
+    return ScriptedServer(minimal_discover=minimal_discover)
 
 
 def scenarios() -> dict[str, Any]:
@@ -660,6 +660,13 @@ def scenarios() -> dict[str, Any]:
         "listen acks without subscriptionId ...). Read outcome.ops for the client's verdict on each.",
         start_scripted, js("client-2.4.0", strict_ops, {**PIN, "elicitation": "accept"}),
         {"client": "@modelcontextprotocol/client@2.4.0 pinned 2026-07-28", "server": "scripted_2026_server.py"},
+    )
+    s["client-2.4.0-2026__scripted-minimal-discover"] = (
+        "client-2.4.0 pinned 2026 against the scripted server whose server/discover answer is only "
+        "{supportedVersions: [2025-11-25, 2026-07-28], capabilities: {tools: {}}}: no resultType, ttlMs, cacheScope, "
+        "_meta.serverInfo. The probe accepts it.",
+        lambda: start_scripted(minimal_discover=True), js("client-2.4.0", [{"id": "listTools", "op": "listTools"}], PIN),
+        {"client": "@modelcontextprotocol/client@2.4.0 pinned 2026-07-28", "server": "scripted_2026_server.py (minimal discover)"},
     )
     s["raw-probes__py-2026"] = (
         "Raw HTTP probes (no SDK client) against the 2026-only gate: every kind of legacy traffic, malformed "

@@ -4,7 +4,8 @@ real 2026 client (client-2.4.0) accepts and rejects. Standard library only; 127.
     with ScriptedServer() as srv:      # .url http://127.0.0.1:N/mcp
         ...
 
-server/discover is answered correctly (so a pinned client connects); every other answer
+server/discover is answered correctly (so a pinned client connects; with minimal_discover=True
+only {supportedVersions, capabilities}); every other answer
 depends on the method and on the tool name / prompt name / uri of the request:
 
 | request | answer |
@@ -114,7 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
         def err(status: int, code: int, message: str) -> None:
             self._send_json(status, {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
 
-        if method == "server/discover":
+        if method == "server/discover" and self.server.minimal_discover:  # type: ignore[attr-defined]
+            ok({"supportedVersions": ["2025-11-25", "2026-07-28"], "capabilities": {"tools": {}}})
+        elif method == "server/discover":
             ok({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True},
                 "prompts": {"listChanged": True}, "resources": {"listChanged": True, "subscribe": True}},
                 "ttlMs": 0, "cacheScope": "private", "resultType": "complete", "_meta": META})
@@ -241,17 +244,21 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    minimal_discover = False
 
 
 class ScriptedServer:
     """The scripted server on a free 127.0.0.1 port: .url, .stop(), a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, minimal_discover: bool = False) -> None:
+        """``minimal_discover``: answer server/discover with only supportedVersions and capabilities
+        (no resultType, ttlMs, cacheScope, _meta), to see what the client's probe needs."""
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
 
         self.httpd = _Server(("127.0.0.1", self.port), _Handler)
+        self.httpd.minimal_discover = minimal_discover
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 

@@ -19,62 +19,34 @@ pytestmark = [
     pytest.mark.skipif(bool(pl.peers_missing()), reason="peers not installed: run scripts/setup_peers.sh"),
 ]
 
-PIN = {"versionNegotiation": "pin:2026-07-28", "roots": [{"uri": "file:///tmp/mcpx-root", "name": "root"}]}
-MRTR_OPS = [
-    {"id": "elicit", "op": "callTool", "name": "mrtr_elicit", "arguments": {}},
-    {"id": "sample", "op": "callTool", "name": "mrtr_sample", "arguments": {"topic": "x"}},
-    {"id": "roots", "op": "callTool", "name": "mrtr_roots", "arguments": {}},
-    {"id": "all", "op": "callTool", "name": "mrtr_all", "arguments": {}},
-    {"id": "two", "op": "callTool", "name": "mrtr_two_rounds", "arguments": {}},
-    {"id": "prompt", "op": "getPrompt", "name": "mrtr_prompt", "arguments": {}},
-    {"id": "resource", "op": "readResource", "uri": "resource://mrtr/7"},
-    {"id": "listen", "op": "listen", "filter": {"toolsListChanged": True, "resourceSubscriptions": ["resource://greeting"]}},
-    {"id": "add", "op": "callTool", "name": "add_dynamic_tool", "arguments": {"name": "dyn"}},
-    {"id": "wait", "op": "waitNotification", "method": "notifications/tools/list_changed"},
-    {"id": "touch", "op": "callTool", "name": "touch_resource", "arguments": {}},
-    {"id": "wait2", "op": "waitNotification", "method": "notifications/resources/updated"},
-    {"id": "unlisten", "op": "unlisten"},
-]
-EXPECTED_TEXT = {
-    "elicit": "Hello, Test User!",
-    "sample": "sampled (mcpx-test-model): mcpx test sampling reply",
-    "roots": "roots: file:///tmp/mcpx-root",
-    "all": "name: Test User; sampled: mcpx test sampling reply; roots: file:///tmp/mcpx-root",
-    "two": "greeting: mcpx test sampling reply",
-}
-
-
 @pytest.fixture(scope="module")
 def server_2026():
     with pl.start_py_server(only_2026=True) as srv:
         yield srv
 
 
-def _text(entry: dict) -> str:
-    result = entry["result"]
-    if "content" in result:
-        return result["content"][0]["text"]
-    if "messages" in result:
-        return result["messages"][0]["content"]["text"]
-    return result["contents"][0]["text"]
-
-
 def test_pinned_client_full_mrtr_and_listen(server_2026):
-    rep = pl.run_js_client("client-2.4.0", server_2026.url, MRTR_OPS, options=PIN)
+    rep = pl.run_client_2026(server_2026.url, pl.MRTR_OPS + pl.LISTEN_OPS)
     assert rep["protocolVersion"] == "2026-07-28", rep.get("error")
     by_id = {e["id"]: e for e in rep["results"]}
     assert all(e["ok"] for e in rep["results"]), [(e["id"], e.get("error")) for e in rep["results"] if not e["ok"]]
-    for key, text in EXPECTED_TEXT.items():
-        assert _text(by_id[key]) == text
-    assert _text(by_id["prompt"]) == "Tell me about test."
-    assert _text(by_id["resource"]) == "item 7 under file:///tmp/mcpx-root"
+    assert {k: pl.result_text(by_id[k]) for k in pl.MRTR_EXPECTED} == pl.MRTR_EXPECTED
     assert by_id["listen"]["result"]["honoredFilter"] == {"toolsListChanged": True,
                                                          "resourceSubscriptions": ["resource://greeting"]}
     sub = {"io.modelcontextprotocol/subscriptionId": "listen:0"}
-    assert by_id["wait"]["result"]["notifications"] == [
+    assert by_id["wait-tools-changed"]["result"]["notifications"] == [
         {"method": "notifications/tools/list_changed", "params": {"_meta": sub}}]
-    assert by_id["wait2"]["result"]["notifications"] == [
+    assert by_id["wait-resource-updated"]["result"]["notifications"] == [
         {"method": "notifications/resources/updated", "params": {"_meta": sub, "uri": "resource://greeting"}}]
+
+
+def test_same_tools_work_for_a_legacy_client_on_the_dual_era_server():
+    with pl.start_py_server(mrtr_tools=True) as srv:
+        rep = pl.run_js_client("sdk-1.25.0", srv.url, pl.MRTR_OPS, options={"roots": pl.TEST_ROOTS})
+    assert rep["protocolVersion"] == "2025-11-25"
+    by_id = {e["id"]: e for e in rep["results"]}
+    assert {k: pl.result_text(by_id[k]) for k in pl.MRTR_EXPECTED} == pl.MRTR_EXPECTED
+    assert [r["method"] for r in rep["serverRequests"]][:3] == ["elicitation/create", "sampling/createMessage", "roots/list"]
 
 
 @pytest.mark.parametrize("client", ["sdk-1.25.0", "mcp-1.12.4"])
