@@ -183,16 +183,35 @@ def start_everything_server(port: int | None = None, timeout: float = 20.0) -> P
     return _start("everything", lambda p: [node, str(script), str(p)], port, _minimal_env(), timeout)
 
 
-def start_py_server(port: int | None = None, timeout: float = 30.0, stateless: bool = False, json_response: bool = False) -> PeerServer:
+def start_py_server(
+    port: int | None = None,
+    timeout: float = 30.0,
+    stateless: bool = False,
+    json_response: bool = False,
+    only_2026: bool = False,
+    mrtr_tools: bool | None = None,
+) -> PeerServer:
     """tests/peers/py_server.py on PyPI mcp==2.3.0, Streamable HTTP, minimal env.
 
     ``stateless``: no Mcp-Session-Id (MCPServer stateless_http); ``json_response``: application/json
-    answers instead of SSE streams."""
+    answers instead of SSE streams (except subscriptions/listen, always SSE).
+    ``mrtr_tools``: also serve the client-input tools, prompt and resource template and the
+    change-notification tools of py_server_mrtr.py (mrtr_elicit, mrtr_sample, mrtr_roots, mrtr_all,
+    mrtr_two_rounds, mrtr_prompt, resource://mrtr/{item}, add_dynamic_tool, touch_resource); off by
+    default so the default server's lists stay as scenarios.json expects.
+    ``only_2026``: a 2026-07-28-only server (implies ``mrtr_tools``): the same SDK server behind
+    py_server_mrtr.Only2026Gate, which refuses all legacy traffic (initialize -> 400/-32022,
+    GET/DELETE -> 405, no _meta -> 400/-32602); 2026-07-28 requests reach the SDK unchanged."""
     py = _venv_python(PY_SERVER_VERSION)
     script = PEERS_DIR / "py_server.py"
     env = _minimal_env({"PYTHONUNBUFFERED": "1"})
     flags = (["--stateless"] if stateless else []) + (["--json"] if json_response else [])
-    return _start("py", lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
+    if only_2026:
+        flags.append("--only-2026")
+    elif mrtr_tools:
+        flags.append("--mrtr-tools")
+    name = "py-2026" if only_2026 else "py"
+    return _start(name, lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
 
 
 def _run_client(argv: list[str], ops: list[dict[str, Any]], timeout: float, env: dict[str, str]) -> dict[str, Any]:
@@ -257,6 +276,70 @@ def run_client(client: str, url: str, ops: list[dict[str, Any]], **kw: Any) -> d
     if client.startswith("mcp-"):
         return run_py_client(client, url, ops, **kw)
     return run_js_client(client, url, ops, **kw)
+
+
+# --- 2026-07-28 peers (see tests/peers/BRIDGING.md) ----------------------------------------
+
+CLIENT_2026 = "client-2.4.0"
+PIN_2026: dict[str, Any] = {"versionNegotiation": "pin:2026-07-28"}
+TEST_ROOTS = [{"uri": "file:///tmp/mcpx-root", "name": "mcpx root"}]
+
+# Ops that need client input (one per multi-round-trip kind) and a listen stream, for the
+# --mrtr-tools / --only-2026 py server ("requires": the rarest client capability the op needs;
+# mrtr-all needs elicitation, sampling and roots); MRTR_EXPECTED: the text each op's result must carry
+# (content[0].text, messages[0].content.text or contents[0].text) for a client run with
+# client_2026_options() (elicitation "accept" -> name "Test User", the fixed sampling reply, TEST_ROOTS).
+MRTR_OPS: list[dict[str, Any]] = [
+    {"id": "mrtr-elicit", "op": "callTool", "name": "mrtr_elicit", "arguments": {}, "requires": "elicitation"},
+    {"id": "mrtr-sample", "op": "callTool", "name": "mrtr_sample", "arguments": {"topic": "x"}, "requires": "sampling"},
+    {"id": "mrtr-roots", "op": "callTool", "name": "mrtr_roots", "arguments": {}, "requires": "roots"},
+    {"id": "mrtr-all", "op": "callTool", "name": "mrtr_all", "arguments": {}, "requires": "roots"},
+    {"id": "mrtr-two-rounds", "op": "callTool", "name": "mrtr_two_rounds", "arguments": {}, "requires": "elicitation"},
+    {"id": "mrtr-prompt", "op": "getPrompt", "name": "mrtr_prompt", "arguments": {}, "requires": "elicitation"},
+    {"id": "mrtr-resource", "op": "readResource", "uri": "resource://mrtr/7", "requires": "roots"},
+]
+MRTR_EXPECTED = {
+    "mrtr-elicit": "Hello, Test User!",
+    "mrtr-sample": "sampled (mcpx-test-model): mcpx test sampling reply",
+    "mrtr-roots": "roots: file:///tmp/mcpx-root",
+    "mrtr-all": "name: Test User; sampled: mcpx test sampling reply; roots: file:///tmp/mcpx-root",
+    "mrtr-two-rounds": "greeting: mcpx test sampling reply",
+    "mrtr-prompt": "Tell me about test.",
+    "mrtr-resource": "item 7 under file:///tmp/mcpx-root",
+}
+LISTEN_OPS: list[dict[str, Any]] = [
+    {"id": "listen", "op": "listen", "filter": {"toolsListChanged": True, "resourceSubscriptions": ["resource://greeting"]}},
+    {"id": "add-dynamic-tool", "op": "callTool", "name": "add_dynamic_tool", "arguments": {"name": "dynamic_echo"}},
+    {"id": "wait-tools-changed", "op": "waitNotification", "method": "notifications/tools/list_changed"},
+    {"id": "touch-resource", "op": "callTool", "name": "touch_resource", "arguments": {"uri": "resource://greeting"}},
+    {"id": "wait-resource-updated", "op": "waitNotification", "method": "notifications/resources/updated"},
+    {"id": "unlisten", "op": "unlisten"},
+]
+
+
+def client_2026_options(**extra: Any) -> dict[str, Any]:
+    """js_client.mjs options for client-2.4.0 pinned to 2026-07-28 with roots (plus ``extra``)."""
+    return {**PIN_2026, "roots": TEST_ROOTS, **extra}
+
+
+def run_client_2026(url: str, ops: list[dict[str, Any]], options: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """@modelcontextprotocol/client@2.4.0 pinned to 2026-07-28 (server/discover at connect, then
+    per-request _meta; input_required results auto-fulfilled through its handlers); ``options``
+    are added to client_2026_options()."""
+    return run_js_client(CLIENT_2026, url, ops, options=client_2026_options(**(options or {})), **kw)
+
+
+def result_text(entry: dict[str, Any]) -> str | None:
+    """The first text of a report entry's result (tool content, prompt message or resource contents)."""
+    result = entry.get("result") or {}
+    try:
+        if "content" in result:
+            return result["content"][0]["text"]
+        if "messages" in result:
+            return result["messages"][0]["content"]["text"]
+        return result["contents"][0]["text"]
+    except (KeyError, IndexError, TypeError):
+        return None
 
 
 def load_scenarios() -> dict[str, Any]:

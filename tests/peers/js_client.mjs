@@ -10,8 +10,21 @@
 //   {"op":"listPrompts"} {"op":"getPrompt","name":"x","arguments":{}}
 //   {"op":"listResources"} {"op":"readResource","uri":"..."}
 //   {"op":"listResourceTemplates"} {"op":"ping"}
+//   {"op":"listen","filter":{"toolsListChanged":true,"resourceSubscriptions":["uri"]},"key":"k"}
+//     (client-2.4.0 on a 2026-07-28 connection: opens subscriptions/listen; result =
+//     the honoredFilter; "key" names the subscription, default "default")
+//   {"op":"waitNotification","method":"notifications/tools/list_changed","count":1,"timeoutMs":5000}
+//     (waits until that many such notifications arrived; result = those notifications)
+//   {"op":"unlisten","key":"k"} (closes the subscription: client-2.4.0 aborts the stream AND
+//     POSTs notifications/cancelled for the listen id)
+//   {"op":"discover"} (client-2.4.0: server/discover)
+//   {"op":"sleep","ms":200}
 // [options.json]: optional JSON text, e.g. {"elicitation":"decline"} (default
-//   "accept"), {"versionNegotiation":"auto"} (client-2.4.0 only).
+//   "accept"), {"versionNegotiation":"auto"} or {"versionNegotiation":"pin:2026-07-28"}
+//   (client-2.4.0 only), {"roots":[{"uri":"file:///x","name":"x"}]} (declare the roots
+//   capability and answer roots/list with these), {"sampling":false} / {"elicitationCapability":false}
+//   (do not declare that capability), {"autoFulfill":false} (client-2.4.0: an input_required
+//   result surfaces as an error instead of being fulfilled).
 //
 // Every op goes through the SDK's own high-level call, so its own schema
 // validation runs. Prints ONE JSON line on stdout:
@@ -58,6 +71,7 @@ if (modern) {
 
 const canElicit = modern || Boolean(types.ElicitRequestSchema);
 const serverRequests = []; // server->client requests seen by our handlers
+const notifications = []; // change notifications seen by our handlers (listen streams, GET stream)
 
 // A plausible value for one property of a (2025-06-18 / 2025-11-25) elicitation schema.
 function sampleValue(name, prop) {
@@ -112,20 +126,49 @@ function samplingAnswer(params) {
   };
 }
 
-const capabilities = { sampling: {} };
-if (canElicit) capabilities.elicitation = {};
+function rootsAnswer(params) {
+  serverRequests.push({ method: "roots/list", params });
+  return { roots: options.roots };
+}
+
+const canSample = options.sampling !== false;
+const useElicit = canElicit && options.elicitationCapability !== false;
+const capabilities = {};
+if (canSample) capabilities.sampling = {};
+if (useElicit) capabilities.elicitation = {};
+if (Array.isArray(options.roots)) capabilities.roots = {};
 const clientOpts = { capabilities };
 if (modern && options.versionNegotiation) {
   const m = options.versionNegotiation;
   clientOpts.versionNegotiation = { mode: typeof m === "string" && m.startsWith("pin:") ? { pin: m.slice(4) } : m };
 }
+if (modern && options.autoFulfill === false) clientOpts.inputRequired = { autoFulfill: false };
 const client = new Client({ name: "mcpx-js-client", version: sdkVersion }, clientOpts);
+const NOTIFICATION_METHODS = [
+  "notifications/tools/list_changed",
+  "notifications/prompts/list_changed",
+  "notifications/resources/list_changed",
+  "notifications/resources/updated",
+];
+const onNotification = async (n) => {
+  notifications.push({ method: n.method, ...(n.params === undefined ? {} : { params: n.params }) });
+};
 if (modern) {
-  if (canElicit) client.setRequestHandler("elicitation/create", async (req) => elicitAnswer(req.params));
-  client.setRequestHandler("sampling/createMessage", async (req) => samplingAnswer(req.params));
+  if (useElicit) client.setRequestHandler("elicitation/create", async (req) => elicitAnswer(req.params));
+  if (canSample) client.setRequestHandler("sampling/createMessage", async (req) => samplingAnswer(req.params));
+  if (Array.isArray(options.roots)) client.setRequestHandler("roots/list", async (req) => rootsAnswer(req.params));
+  for (const m of NOTIFICATION_METHODS) client.setNotificationHandler(m, onNotification);
 } else {
-  if (canElicit) client.setRequestHandler(types.ElicitRequestSchema, async (req) => elicitAnswer(req.params));
-  client.setRequestHandler(types.CreateMessageRequestSchema, async (req) => samplingAnswer(req.params));
+  if (useElicit) client.setRequestHandler(types.ElicitRequestSchema, async (req) => elicitAnswer(req.params));
+  if (canSample) client.setRequestHandler(types.CreateMessageRequestSchema, async (req) => samplingAnswer(req.params));
+  if (Array.isArray(options.roots)) client.setRequestHandler(types.ListRootsRequestSchema, async (req) => rootsAnswer(req.params));
+  const schemas = {
+    "notifications/tools/list_changed": types.ToolListChangedNotificationSchema,
+    "notifications/prompts/list_changed": types.PromptListChangedNotificationSchema,
+    "notifications/resources/list_changed": types.ResourceListChangedNotificationSchema,
+    "notifications/resources/updated": types.ResourceUpdatedNotificationSchema,
+  };
+  for (const m of NOTIFICATION_METHODS) if (schemas[m]) client.setNotificationHandler(schemas[m], onNotification);
 }
 
 const transport = new StreamableHTTPClientTransport(new URL(url));
@@ -161,9 +204,42 @@ if (typeof client.getNegotiatedProtocolVersion === "function") {
   negotiated = client.getNegotiatedProtocolVersion() ?? negotiated;
 }
 
+const subscriptions = new Map(); // listen key -> McpSubscription
+
+async function waitNotification(op) {
+  const count = op.count ?? 1;
+  const deadline = Date.now() + (op.timeoutMs ?? 5000);
+  for (;;) {
+    const seen = notifications.filter((n) => !op.method || n.method === op.method);
+    if (seen.length >= count) return { notifications: seen };
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${count} x ${op.method ?? "any notification"}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function runOp(op) {
   const reqOpts = op.timeoutMs ? { timeout: op.timeoutMs } : {};
   switch (op.op) {
+    case "listen": {
+      const sub = await client.listen(op.filter || { toolsListChanged: true }, reqOpts);
+      subscriptions.set(op.key ?? "default", sub);
+      sub.closed.then((cause) => notifications.push({ method: "(listen closed)", key: op.key ?? "default", cause }));
+      return { honoredFilter: sub.honoredFilter };
+    }
+    case "unlisten": {
+      const sub = subscriptions.get(op.key ?? "default");
+      if (!sub) throw new Error(`no subscription ${op.key ?? "default"}`);
+      await sub.close();
+      subscriptions.delete(op.key ?? "default");
+      return {};
+    }
+    case "waitNotification":
+      return waitNotification(op);
+    case "discover":
+      return client.discover(reqOpts);
+    case "sleep":
+      await new Promise((r) => setTimeout(r, op.ms ?? 100));
+      return {};
     case "listTools":
       return client.listTools(op.params, reqOpts);
     case "callTool": {
@@ -204,6 +280,13 @@ for (const op of ops) {
   results.push(entry);
 }
 
+for (const sub of subscriptions.values()) {
+  try {
+    await sub.close();
+  } catch {
+    /* ignore */
+  }
+}
 try {
   if (typeof transport.terminateSession === "function") await transport.terminateSession();
 } catch {
@@ -214,5 +297,5 @@ try {
 } catch {
   /* ignore */
 }
-out({ sdk: alias, version: sdkVersion, protocolVersion: negotiated, results, serverRequests });
+out({ sdk: alias, version: sdkVersion, protocolVersion: negotiated, results, serverRequests, notifications });
 process.exit(0);

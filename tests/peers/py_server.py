@@ -1,8 +1,11 @@
 """A modern MCP server on PyPI `mcp==2.3.0` (MCPServer API) for mcpx tests.
 
-    tests/peers/.venvs/mcp-2.3.0/bin/python py_server.py PORT
+    tests/peers/.venvs/mcp-2.3.0/bin/python py_server.py PORT [--stateless] [--json] [--mrtr-tools] [--only-2026]
 
-Serves Streamable HTTP on http://127.0.0.1:PORT/mcp. Every tool returns a fixed,
+Serves Streamable HTTP on http://127.0.0.1:PORT/mcp, dual-era (legacy initialize and
+2026-07-28). --mrtr-tools adds the client-input and notification tools of py_server_mrtr.py;
+--only-2026 (implies it) serves behind py_server_mrtr.Only2026Gate: a 2026-07-28-only server
+(see BRIDGING.md). Without those flags the server is exactly as before. Every tool returns a fixed,
 deterministic result that uses a "modern" shape (audio, resource_link, embedded
 resources, structuredContent + outputSchema, titles, icons, annotations), so
 older clients can be checked with and without the proxy.
@@ -166,7 +169,15 @@ def item(item_id: str) -> str:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if not args or not args[0].isdigit() or set(args[1:]) - {"--stateless", "--json"}:
-        sys.exit("usage: py_server.py PORT [--stateless] [--json]")
-    mcp.run("streamable-http", host="127.0.0.1", port=int(args[0]),
-            stateless_http="--stateless" in args, json_response="--json" in args)
+    flags = {"--stateless", "--json", "--mrtr-tools", "--only-2026"}
+    if not args or not args[0].isdigit() or set(args[1:]) - flags:
+        sys.exit("usage: py_server.py PORT [--stateless] [--json] [--mrtr-tools] [--only-2026]")
+    if "--mrtr-tools" in args or "--only-2026" in args:
+        import py_server_mrtr
+
+        py_server_mrtr.register(mcp)
+    if "--only-2026" in args:
+        py_server_mrtr.run_only_2026(mcp, int(args[0]), stateless="--stateless" in args, json_response="--json" in args)
+    else:
+        mcp.run("streamable-http", host="127.0.0.1", port=int(args[0]),
+                stateless_http="--stateless" in args, json_response="--json" in args)
