@@ -3,6 +3,8 @@
 #   tests/peers/node_modules       npm ci (exact versions from package-lock.json)
 #   tests/peers/.venvs/mcp-<ver>   one venv per PyPI mcp version, from
 #                                  tests/peers/requirements-mcp-<ver>.txt (exact pins)
+#   tests/peers/.venvs/<client>    one venv per released third-party client (fastmcp, langchain-mcp-adapters,
+#                                  pydantic-ai-slim, openai-agents), from requirements-<client>.txt (exact pins)
 # A re-run skips every part whose lockfile / requirements file (and Python) is
 # unchanged (stamp files keyed by their sha256). Needs node >= 20 and Python >= 3.12
 # (found by itself; set PEERS_PYTHON=/path/to/python to force one).
@@ -12,6 +14,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="$ROOT/tests/peers"
 VENVS="$PEERS/.venvs"
 MCP_VERSIONS=(1.8.1 1.9.4 1.12.4 2.3.0)
+# third-party clients: venv name = requirements-<name>.txt; each with the import that must work
+declare -A TP_CLIENTS=(
+  [fastmcp-2.3.4]="import fastmcp"
+  [fastmcp-2.10.6]="import fastmcp"
+  [langchain-mcp-adapters-0.1.7]="import langchain_mcp_adapters.client, langchain_mcp_adapters.tools"
+  [pydantic-ai-slim-0.4.4]="import pydantic_ai.mcp"
+  [openai-agents-0.0.19]="import agents.mcp"
+)
 
 log() { printf 'setup_peers: %s\n' "$*" >&2; }
 die() { printf 'setup_peers: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -38,20 +48,20 @@ setup_npm() {
 }
 
 # ---------------------------------------------------------------- PyPI venvs
-setup_venv() { # $1 = mcp version, $2 = python
-  local ver="$1" py="$2" dir="$VENVS/mcp-$1" req="$PEERS/requirements-mcp-$1.txt"
+setup_venv() { # $1 = venv name, $2 = python, $3 = import check; requirements-$1.txt
+  local name="$1" py="$2" check="$3" dir="$VENVS/$1" req="$PEERS/requirements-$1.txt"
   [[ -f "$req" ]] || die "missing $req"
   local want stamp="$dir/.mcpx-stamp"
   want="$(sha "$req")-$("$py" -c 'import sys; print(sys.version.split()[0])')"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$dir/bin/python" ]]; then
     return 0
   fi
-  log "creating venv mcp-$ver"
+  log "creating venv $name"
   rm -rf "$dir"
   "$py" -m venv "$dir"
   "$dir/bin/python" -m pip install -qq --disable-pip-version-check --no-input -r "$req" >&2
-  "$dir/bin/python" -c 'import mcp, mcp.client.streamable_http' \
-    || die "mcp-$ver installed but does not import"
+  local out # fastmcp 2.10.6 prints an authlib deprecation warning on import: show output only on failure
+  out="$("$dir/bin/python" -c "$check" 2>&1)" || { printf '%s\n' "$out" >&2; die "$name installed but does not import"; }
   echo "$want" > "$stamp"
 }
 
@@ -63,7 +73,12 @@ main() {
   setup_npm &
   local pids=($!) ver
   for ver in "${MCP_VERSIONS[@]}"; do
-    setup_venv "$ver" "$py" &
+    setup_venv "mcp-$ver" "$py" "import mcp, mcp.client.streamable_http" &
+    pids+=($!)
+  done
+  local name
+  for name in "${!TP_CLIENTS[@]}"; do
+    setup_venv "$name" "$py" "${TP_CLIENTS[$name]}" &
     pids+=($!)
   done
   local failed=0 pid

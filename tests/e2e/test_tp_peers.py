@@ -1,0 +1,60 @@
+"""Released third-party MCP clients (tests/peers/tp_client.py: fastmcp 2.3.4 and 2.10.6,
+langchain-mcp-adapters 0.1.7, pydantic-ai-slim 0.4.4, openai-agents 0.0.19), each through its own
+high-level API, directly and through mitmdump + mcpx, against the npm everything server and the
+mcp 2.3.0 server (stateful SSE, and stateless with JSON answers).
+
+Directly, each gives the verdicts of scenarios.json "direct_failures" (BASELINE.md); through mcpx
+the verdicts of "mcpx_failures" (the libraries' own limits at their own revision), every op that
+passes directly passes, and every message mcpx delivers validates against the receiver's schema.
+"""
+from __future__ import annotations
+
+import os
+import pytest
+
+import peers_lib as pl
+from peers_run import run
+from schema_check import message_errors
+
+pytestmark = pytest.mark.peers
+
+
+def _need_peers() -> None:
+    missing = pl.peers_missing() + pl.tp_missing()
+    if missing:
+        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
+            pytest.fail(f"test peers missing: {missing}; run scripts/setup_peers.sh")
+        pytest.skip(f"test peers missing: {missing}; run scripts/setup_peers.sh")
+
+
+@pytest.fixture(scope="module")
+def servers():
+    _need_peers()
+    ev = pl.start_everything_server()
+    py = pl.start_py_server()
+    stateless = pl.start_py_server(stateless=True, json_response=True)
+    yield {"everything": ev, "py": py, "py-stateless": stateless}
+    ev.stop()
+    py.stop()
+    stateless.stop()
+
+
+@pytest.mark.parametrize("server", ["everything", "py", "py-stateless"])
+@pytest.mark.parametrize("client", pl.TP_CLIENTS)
+def test_tp_client_direct_and_through_mcpx(servers, server, client, tmp_path):
+    scenario = pl.SCENARIO_OF.get(server, server)
+    r = run(client, scenario, servers[server], tmp_path, ops=pl.scenario_ops(server, client))
+    revision = pl.load_scenarios()["clients"][client]["revision"]
+    for side in (r.direct, r.via):
+        assert side["returncode"] == 0, side.get("error")
+        assert side["protocolVersion"] == revision
+        assert side["clientInfo"] == {"name": "mcp", "version": "0.1.0"}  # mcp's default: none sets its own
+    assert pl.verdicts(r.direct) == pl.expected_verdicts(server, client)
+    assert pl.verdicts(r.via) == pl.expected_verdicts(server, client, direct=False)
+    assert not [c for c in r.changes if c["action"] == "passthrough"], r.output[-3000:]
+    invalid = []
+    for rev, msg, method, direction in r.delivered:
+        errs = message_errors(rev, msg, method)
+        if errs:
+            invalid.append((direction, msg.get("method") or method, errs[:3]))
+    assert invalid == []
