@@ -5,6 +5,8 @@
 #                                  tests/peers/requirements-mcp-<ver>.txt (exact pins)
 #   tests/peers/.venvs/<client>    one venv per released third-party client (fastmcp, langchain-mcp-adapters,
 #                                  pydantic-ai-slim, openai-agents), from requirements-<client>.txt (exact pins)
+#   tests/conformance/node_modules        npm ci: the official MCP conformance suite 0.1.16
+#   tests/conformance/alpha/node_modules  npm ci: the conformance suite 0.2.0-alpha.12 (2026-07-28)
 # A re-run skips every part whose lockfile / requirements file (and Python) is
 # unchanged (stamp files keyed by their sha256). Needs node >= 20 and Python >= 3.12
 # (found by itself; set PEERS_PYTHON=/path/to/python to force one).
@@ -31,19 +33,22 @@ sha() { sha256sum "$@" | sha256sum | cut -c1-64; }
 source "$ROOT/scripts/python.sh"
 
 # ---------------------------------------------------------------- npm peers
-setup_npm() {
+check_node() {
   command -v node >/dev/null || die "node not found (need Node.js >= 20 for the npm peers)"
   command -v npm >/dev/null || die "npm not found"
   local major; major="$(node -p 'process.versions.node.split(".")[0]')"
   (( major >= 20 )) || die "node $(node --version) is too old: need >= 20"
-  local want stamp="$PEERS/node_modules/.mcpx-stamp"
-  want="$(sha "$PEERS/package-lock.json" "$PEERS/package.json")"
+}
+
+npm_ci() { # $1 = folder with package.json + package-lock.json, relative to the repository
+  local dir="$ROOT/$1" want stamp="$ROOT/$1/node_modules/.mcpx-stamp"
+  want="$(sha "$dir/package-lock.json" "$dir/package.json")"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    log "npm peers up to date"
+    log "npm packages up to date in $1"
     return
   fi
-  log "npm ci in tests/peers"
-  (cd "$PEERS" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  log "npm ci in $1"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
   echo "$want" > "$stamp"
 }
 
@@ -70,8 +75,13 @@ main() {
   py="$(find_python)" || die "no Python >= 3.12 found (tried python3.12..python3.15, pyenv versions, python3); install one or set PEERS_PYTHON=/path/to/python3.12"
   log "using $py ($(py_ok "$py"))"
   mkdir -p "$VENVS"
-  setup_npm &
-  local pids=($!) ver
+  check_node
+  local pids=() ver dir
+  # the test peers, and the official conformance suite (tests/e2e/test_conformance.py) in two releases
+  for dir in tests/peers tests/conformance tests/conformance/alpha; do
+    npm_ci "$dir" &
+    pids+=($!)
+  done
   for ver in "${MCP_VERSIONS[@]}"; do
     setup_venv "mcp-$ver" "$py" "import mcp, mcp.client.streamable_http" &
     pids+=($!)
