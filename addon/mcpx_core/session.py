@@ -13,12 +13,14 @@ starts one for an ``initialize`` (:meth:`start`), completes it from the result (
 which seals the token) and ends one (:meth:`end`). Lookup order, first match wins:
 
 1. a request that names its revision in ``params._meta["io.modelcontextprotocol/protocolVersion"]``
-   (2026-07-28, schema/2026-07-28/schema.ts:76) belongs to no session: :class:`Named`;
+   (2026-07-28, schema/2026-07-28/schema.ts:76) belongs to no session: :class:`Named` (a revision mcpx
+   does not know: no session at all, the request goes untouched);
 2. ``Mcp-Session-Id``: a token opens (cache, else the key) -> its session; one that does not
    open -> :class:`Unknown` (the addon answers 404, docs/specification/2025-03-26/basic/transports.mdx:200).
    A plain id (no token) is looked up in memory: sessions of offline replays (recorded ids) and of
    live sessions started before a key existed; live and unknown -> :class:`Unknown`;
-3. ``MCP-Protocol-Version`` (docs/specification/2025-06-18/basic/transports.mdx:242) -> :class:`Named`;
+3. ``MCP-Protocol-Version`` (docs/specification/2025-06-18/basic/transports.mdx:242) -> :class:`Named`
+   (an unknown value: no session);
 4. fallback, only for clients that echo no session id and name no revision: the session started
    from the same client connection, else from the same client host (documented in README).
 
@@ -176,8 +178,8 @@ class SessionTracker:
         ``named``: the revision the request's ``_meta`` names; ``header_rev``: its
         ``MCP-Protocol-Version``; ``client_keys``: fallback keys (connection, host).
         """
-        if named is not None:
-            return Named(named, "_meta")
+        if named is not None:  # a request that names its revision is never bound to a guessed session
+            return Named(named, "_meta") if revisions.is_known(named) else None
         if session_id:
             s = self.get(session_id)
             if s is not None:
@@ -199,7 +201,7 @@ class SessionTracker:
             if header_rev is None:
                 return None
         if header_rev is not None:
-            return Named(header_rev, "header")
+            return Named(header_rev, "header") if revisions.is_known(header_rev) else None
         for k in client_keys:
             s = self.get(k)
             if s is not None:
@@ -303,20 +305,20 @@ class SessionTracker:
 
 
 def revision_in_meta(message: Any) -> str | None:
-    """The revision a 2026-07-28 request names in ``params._meta`` (schema/2026-07-28/schema.ts:76), if known."""
+    """The revision a 2026-07-28 request names in ``params._meta`` (schema/2026-07-28/schema.ts:76),
+    known or not (a string), else None."""
     if isinstance(message, dict):
         params = message.get("params")
         if isinstance(params, dict):
             meta = params.get("_meta")
             if isinstance(meta, dict):
                 v = meta.get(META_VERSION)
-                if revisions.is_known(v):
+                if isinstance(v, str):
                     return v
     return None
 
 
 def revision_in_header(header: str | None) -> str | None:
-    """The revision of an ``MCP-Protocol-Version`` header (docs/specification/2025-06-18/basic/transports.mdx:242), if known."""
-    if header and revisions.is_known(header.strip()):
-        return header.strip()
-    return None
+    """The revision an ``MCP-Protocol-Version`` header names (docs/specification/2025-06-18/basic/transports.mdx:242),
+    known or not, else None."""
+    return header.strip() if header and header.strip() else None

@@ -64,22 +64,7 @@ REPORT = ROOT / "test-output" / "conformance" / "report.json"
 #: (server, pass, suite, spec) -> why mcpx changes check statuses there today (the known mcpx bugs;
 #: remove an entry when mcpx is fixed: strict xfail turns an unexpected pass into a failure, and
 #: any other failure than StatusesDiffer, e.g. a suite that did not run, fails as usual)
-_BOUND = ("mcpx binds the stateless 2026-07-28 requests (no Mcp-Session-Id) to the last 2025-11-25 session "
-          "from the same host, so it answers server/discover itself (HTTP 200, -32601 'not defined in MCP "
-          "2025-11-25; answered by mcpx') and strips the 2026 _meta keys, Mcp-Method and the protocol version "
-          "header of the other requests")
-KNOWN_DIFFERENCES: dict[tuple[str, str, str, str], str] = {
-    ("everything", "after-all", "0.1.16", "2025-11-25"):
-        "server-sse-polling: mcpx rewrites the client's MCP-Protocol-Version header 2025-03-26 to the "
-        "session's 2025-11-25 (TR-protocol-version-header), so the everything server adds a priming SSE "
-        "event: server-sse-priming-event WARNING -> SUCCESS",
-    ("everything", "after-all", ALPHA, "2026-07-28"): "server-stateless: " + _BOUND,
-    ("py", "after-all", ALPHA, "2026-07-28"): "server-stateless: " + _BOUND,
-    ("py", "fresh-mcpx", ALPHA, "2026-07-28"):
-        "server-stateless: mcpx answers ping, resources/subscribe and unknown/method itself with HTTP 200 "
-        "(-32601) where the server answers HTTP 404, and rewrites the MCP-Protocol-Version header "
-        "v999.0.0 to 2026-07-28 so the server answers -32020 instead of -32022",
-}
+KNOWN_DIFFERENCES: dict[tuple[str, str, str, str], str] = {}
 
 
 class StatusesDiffer(AssertionError):
