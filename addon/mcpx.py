@@ -10,6 +10,9 @@ handled, and non-MCP traffic, pass through byte for byte.
 
 This file only composes the addons; the library lives in ``addon/mcpx_core`` (one module per
 stage: framing, session, disposition, downgrade, rules, changes, view; ``addons/`` holds the hooks).
+
+Installed (``pip install .``), this file is the module ``mcpx``; ``python -m mcpx`` prints its path,
+for ``mitmdump -s "$(python -m mcpx)" ...`` where no checkout is at hand.
 """
 
 from __future__ import annotations
@@ -28,3 +31,6 @@ addons = [MCPX()]
 # The "MCP" and "MCP original" content views (mitmproxy 12: scripts register them at import).
 contentviews.add(view.mcp_view)
 contentviews.add(view.mcp_original_view)
+
+if __name__ == "__main__":  # python -m mcpx: the addon file to give mitmdump/mitmweb/mitmproxy -s
+    print(os.path.abspath(__file__))

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Set up everything mcpx needs on a fresh machine, idempotently:
-#   .venv/                 Python >= 3.12 with mitmproxy 12, orjson, pydantic (requirements.lock)
-#                          and the test tools, plus mcpx itself (editable)
-#   tests/peers/...        the real MCP peers used by the demo and the tests (scripts/setup_peers.sh)
-#   /usr/bin/chromium      Debian's Chromium for the mitmweb browser test (scripts/setup_browser.sh, needs root)
-# A re-run only redoes what changed (stamp files keyed by sha256 of the lock files).
+# Set up what mcpx's scripts need on a fresh machine, idempotently.
+#
+#   scripts/setup.sh        everything the tests need (scripts/test.sh, CI):
+#     .venv/                 Python >= 3.12 with mcpx (editable), mitmproxy 12, orjson, pydantic and the
+#                            test tools (pytest, hypothesis, jsonschema), versions of requirements.lock
+#     tests/peers/...        every real MCP peer (scripts/setup_peers.sh)
+#     /usr/bin/chromium      Debian's Chromium for the mitmweb browser test (scripts/setup_browser.sh:
+#                            apt-get, as root or with passwordless sudo)
+#   scripts/setup.sh demo   only what scripts/demo.sh needs: .venv without the test tools, the npm peers
+#                            and the mcp 1.8.1 client (scripts/setup_peers.sh demo); no browser, no root
+#
+# A re-run only redoes what changed (stamp files keyed by sha256 of the lock files); `setup.sh` after
+# `setup.sh demo` adds the test tools and the other peers to what is there.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -13,23 +20,39 @@ sha() { sha256sum "$@" | sha256sum | cut -c1-64; }
 # shellcheck source=python.sh
 source "$ROOT/scripts/python.sh"
 
+part="${1:-tests}"
+[[ "$part" == tests || "$part" == demo ]] || die "unknown part '$part' (tests, demo)"
 py="$(find_python)" || die "no Python >= 3.12 found (mitmproxy 12 needs one; tried python3.12..python3.15, pyenv versions, python3). Install one, or set PEERS_PYTHON=/path/to/python3.12"
 VENV="$ROOT/.venv"
+pip() { "$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-input -c "$ROOT/requirements.lock" "$@" >&2; }
 want="$(sha "$ROOT/requirements.lock" "$ROOT/pyproject.toml")-$("$py" -c 'import sys; print(sys.version.split()[0])')"
-stamp="$VENV/.mcpx-stamp"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$VENV/bin/mitmdump" ]]; then
-  log "python environment up to date ($VENV)"
+stamp="$VENV/.mcpx-stamp"  # "<want> proxy" (mcpx and its dependencies) or "<want> test" (and the test tools)
+have="$(cat "$stamp" 2>/dev/null || true)"
+python_env() {
+  if [[ -x "$VENV/bin/mitmdump" && ( "$have" == "$want test" || ( "$part" == demo && "$have" == "$want proxy" ) ) ]]; then
+    log "python environment up to date ($VENV)"
+  elif [[ -x "$VENV/bin/mitmdump" && "$have" == "$want proxy" ]]; then
+    log "adding the test tools to $VENV"
+    pip -e "$ROOT[test]"
+    echo "$want test" > "$stamp"
+  else
+    log "creating $VENV with $py"
+    rm -rf "$VENV"
+    "$py" -m venv "$VENV"
+    if [[ "$part" == tests ]]; then pip -e "$ROOT[test]"; else pip -e "$ROOT"; fi
+    "$VENV/bin/python" -c 'import mitmproxy, orjson, pydantic, mcpx_core' || die "install finished but imports fail"
+    echo "$want $([[ "$part" == tests ]] && echo test || echo proxy)" > "$stamp"
+  fi
+}
+python_env &  # in parallel with the peers (npm ci is mostly waiting on the network)
+env_pid=$!
+if [[ "$part" == tests ]]; then
+  bash "$ROOT/scripts/setup_browser.sh" &  # Debian chromium for the mitmweb browser test
+  browser=$!
+  PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh"
+  wait "$browser"
 else
-  log "creating $VENV with $py"
-  rm -rf "$VENV"
-  "$py" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-input -r "$ROOT/requirements.lock" >&2
-  "$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-input --no-deps -e "$ROOT" >&2
-  "$VENV/bin/python" -c 'import mitmproxy, orjson, pydantic, mcpx_core' || die "install finished but imports fail"
-  echo "$want" > "$stamp"
+  PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh" demo
 fi
-bash "$ROOT/scripts/setup_browser.sh" &  # Debian chromium for the mitmweb browser test
-browser=$!
-PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh"
-wait "$browser"
+wait "$env_pid" || die "the python environment ($VENV) failed to install (see above)"
 log "ready: $VENV/bin/mitmdump -s addon/mcpx.py --mode reverse:http://YOUR-SERVER"

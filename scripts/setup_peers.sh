@@ -10,6 +10,10 @@
 # A re-run skips every part whose lockfile / requirements file (and Python) is
 # unchanged (stamp files keyed by their sha256). Needs node >= 20 and Python >= 3.12
 # (found by itself; set PEERS_PYTHON=/path/to/python to force one).
+#
+#   scripts/setup_peers.sh        every peer (the tests)
+#   scripts/setup_peers.sh demo   only what scripts/demo.py runs: tests/peers/node_modules (the npm
+#                                 everything server, @modelcontextprotocol/sdk 1.10.2) and the mcp-1.8.1 venv
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,30 +75,36 @@ setup_venv() { # $1 = venv name, $2 = python, $3 = import check; requirements-$1
 }
 
 main() {
-  local py
+  local part="${1:-all}" py
+  [[ "$part" == all || "$part" == demo ]] || die "unknown part '$part' (all, demo)"
   py="$(find_python)" || die "no Python >= 3.12 found (tried python3.12..python3.15, pyenv versions, python3); install one or set PEERS_PYTHON=/path/to/python3.12"
   log "using $py ($(py_ok "$py"))"
   mkdir -p "$VENVS"
   check_node
-  local pids=() ver dir
-  # the test peers, and the official conformance suite (tests/e2e/test_conformance.py) in two releases
-  for dir in tests/peers tests/conformance tests/conformance/alpha; do
+  local pids=() ver dir npm_dirs=(tests/peers) versions=(1.8.1) clients=()
+  if [[ "$part" == all ]]; then
+    # the test peers, and the official conformance suite (tests/e2e/test_conformance.py) in two releases
+    npm_dirs=(tests/peers tests/conformance tests/conformance/alpha)
+    versions=("${MCP_VERSIONS[@]}")
+    clients=("${!TP_CLIENTS[@]}")
+  fi
+  for dir in "${npm_dirs[@]}"; do
     npm_ci "$dir" &
     pids+=($!)
   done
-  for ver in "${MCP_VERSIONS[@]}"; do
+  for ver in "${versions[@]}"; do
     setup_venv "mcp-$ver" "$py" "import mcp, mcp.client.streamable_http" &
     pids+=($!)
   done
   local name
-  for name in "${!TP_CLIENTS[@]}"; do
+  for name in "${clients[@]}"; do
     setup_venv "$name" "$py" "${TP_CLIENTS[$name]}" &
     pids+=($!)
   done
   local failed=0 pid
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   (( failed == 0 )) || die "some peers failed to install (see above)"
-  log "all peers ready"
+  if [[ "$part" == demo ]]; then log "the demo's peers are ready"; else log "all peers ready"; fi
 }
 
 main "$@"

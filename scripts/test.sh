@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh) and run the whole test suite: unit, replay and real-peer end-to-end tests.
+# Set up everything the tests need (scripts/setup.sh: .venv with the test tools, every peer, Debian
+# chromium via apt-get as root) and run the whole test suite: unit, replay and real-peer end-to-end tests.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k streaming).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -31,20 +31,22 @@ class Proxy:
     """A running mitmdump; ``url`` is the MCP endpoint through it, ``changes()`` the JSONL records."""
 
     def __init__(self, upstream: str, workdir: pathlib.Path, path: str = "/mcp", script: bool = True,
-                 options: dict[str, Any] | None = None, save: bool = True, scripts: tuple[str, ...] = ()):
+                 options: dict[str, Any] | None = None, save: bool = True, scripts: tuple[str, ...] = (),
+                 mitmdump: str | None = None, addon: pathlib.Path | str | None = None, cwd: pathlib.Path | None = None):
         """``options`` may override the defaults below (e.g. termlog_verbosity); ``scripts`` are
-        further addon scripts loaded after mcpx."""
+        further addon scripts loaded after mcpx. ``mitmdump``, ``addon``, ``cwd``: another mitmdump
+        binary, addon file and working directory (default: this venv's, addon/mcpx.py, the checkout)."""
         self.port = free_port()
         self.workdir = workdir
         self.log_path = workdir / f"changes-{self.port}.jsonl"
         self.flows_path = workdir / f"flows-{self.port}.mitm"
         self.out_path = workdir / f"mitmdump-{self.port}.log"
-        argv = [mitmdump_bin(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port)]
+        argv = [mitmdump or mitmdump_bin(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port)]
         opts: dict[str, Any] = {"connection_strategy": "lazy", "termlog_verbosity": "info", "flow_detail": 0}
         #: the file with the keys that seal session ids (one per workdir: replicas of a test share it)
         self.key_path = workdir / "mcpx-session.key"
         if script:
-            argv += ["-s", str(ADDON)]
+            argv += ["-s", str(addon or ADDON)]
             opts["mcpx_log"] = self.log_path
             if "mcpx_session_keys" not in (options or {}):
                 if not self.key_path.exists():
@@ -58,7 +60,7 @@ class Proxy:
         for k, v in opts.items():
             argv += ["--set", f"{k}={v}"]
         self._out = open(self.out_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(ROOT),
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(cwd or ROOT),
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.url = f"http://127.0.0.1:{self.port}{path}"
         deadline = time.time() + 30

@@ -149,6 +149,15 @@ def flow_summary(changes: list[Change]) -> str:
     return "; ".join(summary_line(cs, rev) for rev, cs in groups.items())
 
 
+def revisions_known(c: Change) -> str:
+    """The revisions of a record as far as they are known, for a summary line: ``2025-06-18->2025-03-26``,
+    ``->2025-03-26`` (the sender's not known), ``(revision unknown)`` (a session whose initialize
+    was not answered), ``(no session)``; never ``None``."""
+    if c.from_rev or c.to_rev:
+        return f"{c.from_rev or ''}->{c.to_rev or ''}"
+    return "(no session)" if c.session is None else "(revision unknown)"
+
+
 def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:
     """One line per rewritten message, e.g. ``2 rewritten, 5 dropped for 2025-03-26``."""
     counts: dict[str, int] = {}

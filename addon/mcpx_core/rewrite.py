@@ -136,14 +136,16 @@ class Rewriter:
         self._emit(exch, [Change(pointer=pointer, action="passthrough", rule=ids.PASSTHROUGH, detail=reason)],
                    direction, None, None, from_rev, to_rev)
 
-    def _parse(self, exch: Exchange, body: bytes | None, direction: str) -> json_body.Parsed | None:
-        """Frame a JSON body; None (and, for MCP traffic, a passthrough record) when it cannot be."""
+    def _parse(self, exch: Exchange, body: bytes | None, direction: str, looks_mcp: bool) -> json_body.Parsed | None:
+        """Frame a JSON body; None when it cannot be, with a passthrough record when the body
+        ``looks_mcp`` (the exchange is then MCP traffic)."""
         if not body:
             return None
         try:
             return json_body.parse(body)
         except json_body.Unparseable as e:
-            if exch.is_mcp:
+            if looks_mcp:
+                exch.is_mcp = True
                 self.passthrough(exch, direction, e.reason)
             return None
 
@@ -156,7 +158,10 @@ class Rewriter:
         session_id, version_header = lower.get(SESSION_HEADER), lower.get(VERSION_HEADER)
         if session_id or version_header:
             exch.is_mcp = True
-        parsed = self._parse(exch, body, "c2s") if method == "POST" else None
+        # a POST that says it is JSON is taken for a JSON-RPC message: if it does not parse, it is
+        # recorded (passthrough); any other body that does not parse is not MCP traffic
+        looks_mcp = exch.is_mcp or declares_json(lower.get("content-type"))
+        parsed = self._parse(exch, body, "c2s", looks_mcp) if method == "POST" else None
         messages = parsed.messages if parsed is not None else []
         jsonrpc = [m for m in messages if classify(m)]
         if parsed is not None and not jsonrpc and exch.is_mcp:
@@ -427,13 +432,16 @@ class Rewriter:
             self.passthrough(exch, "s2c", f"{prefix}large list result: {e}")
             return None
 
-    def response_json(self, exch: Exchange, body: bytes) -> bytes | None:
-        """Rewrite an application/json response body; None means forward it unchanged."""
+    def response_json(self, exch: Exchange, body: bytes, content_type: str | None = None) -> bytes | None:
+        """Rewrite a (JSON) response body; None means forward it unchanged. ``content_type``: the
+        response's Content-Type (None: not known, taken for JSON). A body that does not parse gets
+        a passthrough record only when the exchange is MCP and the Content-Type declares JSON: an
+        HTML error page (a wrong path) is not MCP traffic, and gets no record."""
         split = self._split(exch, body)
         if split is not None:
             out, changed = self._s2c_messages(exch, [split.skeleton], split)
             return self._split_out(exch, split, out, body) if changed else None
-        parsed = self._parse(exch, body, "s2c")
+        parsed = self._parse(exch, body, "s2c", exch.is_mcp and (content_type is None or declares_json(content_type)))
         if parsed is None:
             return None
         if not exch.is_mcp and not any(classify(m) for m in parsed.messages):
@@ -632,6 +640,13 @@ class _Kept:
             self._joined = b"".join(self.pieces)
             self.pieces = [self._joined]
         return self._joined
+
+
+def declares_json(content_type: str | None) -> bool:
+    """Whether a Content-Type header value declares JSON (``application/json``, ``*/*+json``;
+    parameters such as ``charset`` ignored)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def summ_event(ev: Event) -> str:

@@ -482,7 +482,7 @@ def test_other_json_is_left_to_the_json_view():
 
 def test_original_truncated_or_not_kept():
     async def flow(keep: int) -> http.HTTPFlow:
-        async with Harness(mcpx_keep_original=keep) as h:
+        async with Harness(mcpx_keep_original=str(keep)) as h:
             await h.initialize("2025-03-26")
             call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "export", "arguments": {}}}
             return await h.exchange(call, B01["input"]["body"].encode(), session="sess-1")

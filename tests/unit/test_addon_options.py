@@ -1,23 +1,189 @@
-"""Addon options."""
+"""Addon options (issue 15): values with units, and options that can never silently switch mcpx off.
+
+The start-up cases run ``mitmdump -s addon/mcpx.py --mode reverse:... --set ...`` as a user would
+and assert the exit code and the exact lines printed: an invalid value or an unknown ``mcpx_*``
+name prints one line on stderr and exits 1 before mitmproxy listens; a valid value with a unit
+starts mcpx, which rewrites.
+"""
 from __future__ import annotations
 
+import pathlib
+import re
+import subprocess
+import time
+
+import orjson
 import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons
 
 import mcpx
+from mcpx_core import __version__
+from mcpx_core import settings
+from mcpx_core.settings import OptionError, Settings, format_duration, format_size, parse_duration, parse_size
+from proxy_lib import ADDON, ROOT, Client, LoopbackServer, Proxy, ScriptedMcpHandler, free_port, mitmdump_bin
+
+SIZE_WHAT = "not a size (bytes, or a number with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\.\d\d\d\] ")
 
 
-@pytest.mark.parametrize("option,value", [("mcpx_policy", "stric"), ("mcpx_policy", "Strict"), ("mcpx_audio", "blob")])
-def test_invalid_choice_is_refused_by_mitmdump(option, value, tmp_path):
-    """mitmproxy does not check `choices` for a value --set before the script loads: without mcpx's own
-    check, mcpx_policy=stric silently ran the lenient policy. mitmdump must refuse to start."""
-    import subprocess
-    from proxy_lib import ADDON, mitmdump_bin
-    cp = subprocess.run([mitmdump_bin(), "-n", "-q", "-s", str(ADDON), "--set", f"{option}={value}"],
-                        capture_output=True, timeout=60, cwd=tmp_path)
-    out = (cp.stdout + cp.stderr).decode(errors="replace")
-    assert cp.returncode != 0 and f"{option} must be one of" in out
+def run_mitmdump(*sets: str, cwd: pathlib.Path, extra: tuple[str, ...] = ()) -> tuple[int, list[str], list[str]]:
+    """mitmdump as a user starts it, with ``--set`` for each of ``sets``: (exit code, stdout lines
+    without their time stamps, stderr lines). An upstream that is never contacted."""
+    argv = [mitmdump_bin(), "-s", str(ADDON), "--mode", "reverse:http://127.0.0.1:9", "--listen-host", "127.0.0.1",
+            "-p", str(free_port()), *extra]
+    for s in sets:
+        argv += ["--set", s]
+    cp = subprocess.run(argv, capture_output=True, timeout=60, cwd=cwd)
+    out = [STAMP.sub("", line) for line in cp.stdout.decode(errors="replace").splitlines()]
+    return cp.returncode, out, cp.stderr.decode(errors="replace").splitlines()
+
+
+REFUSED = [
+    (["mcpx_max_body=64XB"],
+     f'mcpx: invalid value "64XB" for mcpx_max_body: {SIZE_WHAT}; e.g. --set mcpx_max_body=64MiB'),
+    (["mcpx_session_ttl=1hour"],
+     'mcpx: invalid value "1hour" for mcpx_session_ttl: not a duration (seconds, or a number with a unit: ms, s, m, h, d); '
+     'e.g. --set mcpx_session_ttl=1h'),
+    (["mcpx_max_sessions=10k"],
+     'mcpx: invalid value "10k" for mcpx_max_sessions: not a whole number; e.g. --set mcpx_max_sessions=10000'),
+    (["mcpx_policy=stric"],
+     'mcpx: invalid value "stric" for mcpx_policy: not one of strict, lenient; e.g. --set mcpx_policy=strict'),
+    (["mcpx_audio=blob"],
+     'mcpx: invalid value "blob" for mcpx_audio: not one of text, embed; e.g. --set mcpx_audio=embed'),
+    (["mcpx_pin=old-client=2025-13-01"],
+     'mcpx: invalid value "old-client=2025-13-01" for mcpx_pin: not CLIENT_NAME=REVISION with a revision of '
+     '2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; e.g. --set mcpx_pin=old-client=2025-03-26'),
+    (["mcpx_polcy=lenient"],
+     "mcpx: unknown option mcpx_polcy (did you mean mcpx_policy?); e.g. --set mcpx_policy=lenient"),
+    (["mcpx_log"], "mcpx: mcpx_log needs a value; e.g. --set mcpx_log=mcpx-changes.jsonl"),
+    (["mcpx_policy=strict", "mcpx_policy=lenient"],
+     'mcpx: mcpx_policy is given 2 times ("strict", "lenient"); give it once, e.g. --set mcpx_policy=lenient'),
+    (["mcpx_log=no-such-dir/changes.jsonl"],
+     'mcpx: invalid value "no-such-dir/changes.jsonl" for mcpx_log: cannot open it (No such file or directory); '
+     'e.g. --set mcpx_log=mcpx-changes.jsonl'),
+]
+
+
+@pytest.mark.parametrize("sets,line", REFUSED, ids=[" ".join(s) for s, _ in REFUSED])
+def test_refused_at_startup_with_one_line(sets, line, tmp_path):
+    """Before: 64MB (an int option) left mcpx unloaded while mitmdump listened; a misspelt name was
+    ignored; a bad value printed "listening at" and then a traceback. Now: one line, exit 1, and
+    mitmdump never listens."""
+    code, out, err = run_mitmdump(*sets, cwd=tmp_path)
+    assert (code, err) == (1, [line])
+    assert out == [f"Loading script {ADDON}"]
+
+
+def test_units_start_mcpx_and_it_rewrites(tmp_path):
+    """``mcpx_max_body=64MB`` and ``mcpx_session_ttl=1h`` (before: mcpx silently did nothing):
+    the start-up line shows them, and a resource_link is rewritten for a 2025-03-26 client."""
+
+    class Server(ScriptedMcpHandler):
+        def answer(self, body):
+            if "id" not in body:  # notifications/initialized
+                self.send_response(202)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                return
+            out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"content": [
+                {"type": "resource_link", "uri": "file:///r.txt", "name": "r.txt", "mimeType": "text/plain"}]}})
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    srv = LoopbackServer(Server)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False,
+                   options={"mcpx_max_body": "64MB", "mcpx_session_ttl": "1h", "mcpx_keep_original": "0"}) as px:
+            c = Client(px.port)
+            c.initialize("2025-03-26")
+            status, _, msgs = c.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {}}})
+            c.close()
+    finally:
+        srv.stop()
+    assert status == 200 and msgs[0]["result"]["content"][0]["type"] == "resource"
+    assert [(r["pointer"], r["action"], r["rule"]) for r in px.changes() if r["method"] == "tools/call"] == [
+        ("/result/content/0", "rewrite", "CT-resource_link")]
+    lines = [STAMP.sub("", line) for line in px.output().splitlines()]
+    assert lines[0] == f"Loading script {ADDON}"
+    assert lines[1] == (f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "
+                        f"mcpx_policy=strict mcpx_log={px.log_path} mcpx_max_body=64MB mcpx_max_sessions=10000 "
+                        f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_pin=-")
+    assert lines[2].startswith("reverse proxy to http://127.0.0.1:") and "listening at 127.0.0.1:" in lines[2]
+    assert "mcpx: s2c tools/call id=1 2025-03-26->2025-03-26: 1 rewritten (rewrite: CT-resource_link)" in lines
+
+
+def test_config_yaml_numbers(tmp_path):
+    """Numbers in mitmproxy's config.yaml (typed by YAML, deferred as such) are read as text."""
+    (tmp_path / "config.yaml").write_text("mcpx_max_body: 67108864\nmcpx_session_ttl: 90\nmcpx_pin: old=2025-03-26\n")
+    argv = [mitmdump_bin(), "-s", str(ADDON), "--mode", "reverse:http://127.0.0.1:9", "--listen-host", "127.0.0.1",
+            "-p", str(free_port()), "--set", f"confdir={tmp_path}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        line = ""
+        deadline = time.time() + 30
+        while time.time() < deadline and "active:" not in line:
+            line = proc.stdout.readline().decode()
+            assert line, "mitmdump exited"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()
+    assert "mcpx_max_body=64MiB " in line and "mcpx_session_ttl=1m30s " in line and line.rstrip().endswith("mcpx_pin=old=2025-03-26")
+
+
+# -- in process: values, and a value refused while mitmproxy runs ----------------------------------
+@pytest.mark.parametrize("text,n", [("64MiB", 64 << 20), ("64MB", 64_000_000), ("64 mb", 64_000_000), ("1.5KiB", 1536),
+                                    ("1024", 1024), (" 0 ", 0), ("2GiB", 2 << 30)])
+def test_sizes(text, n):
+    assert parse_size(text) == n
+
+
+@pytest.mark.parametrize("text", ["64m", "64k", "-1", "1e3", "64MB junk", "1.5B", "", "MiB", "0x10", "٦٤"])
+def test_sizes_refused(text):
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("text,s", [("1h", 3600), ("90s", 90), ("1h30m", 5400), ("1h 30m", 5400), ("0.5s", 0.5),
+                                    ("3600", 3600), ("100ms", 0.1), ("2d", 172800), ("1H", 3600)])
+def test_durations(text, s):
+    assert parse_duration(text) == s
+
+
+@pytest.mark.parametrize("text", ["1hour", "h", "", "-1", "1h-30m", "1w", "s1"])
+def test_durations_refused(text):
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def test_values_as_typed():
+    assert [format_size(n) for n in (64 << 20, 64_000_000, 1 << 20, 1536, 0)] == ["64MiB", "64MB", "1MiB", "1536", "0"]
+    assert [format_duration(s) for s in (3600, 90, 5400, 0.5, 59)] == ["1h", "1m30s", "1h30m", "0.5s", "59s"]
+
+
+def test_configure_applies_units():
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, mcpx_max_body="64MB", mcpx_session_ttl="1h30m", mcpx_keep_original="2KiB",
+                       mcpx_max_sessions="5", mcpx_policy="lenient", mcpx_audio="embed")
+        st = addon.state
+        assert (st.max_body, st.tracker.ttl, st.keep_original, st.tracker.max_sessions) == (64_000_000, 5400.0, 2048, 5)
+        assert (st.rewriter.policy, st.rewriter.options["audio"]) == ("lenient", "embed")
+
+
+def test_refused_while_running_keeps_the_value():
+    """Set in mitmweb or the console: an OptionsError with the same line; the value stays."""
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, mcpx_max_body="1MiB")
+        with pytest.raises(exceptions.OptionsError) as e:
+            tctx.configure(addon, mcpx_max_body="lots")
+        assert str(e.value) == f'mcpx: invalid value "lots" for mcpx_max_body: {SIZE_WHAT}; e.g. --set mcpx_max_body=64MiB'
+        assert (tctx.options.mcpx_max_body, addon.state.max_body) == ("1MiB", 1 << 20)
 
 
 def test_pin_option():
@@ -27,6 +193,42 @@ def test_pin_option():
         assert addon.state.tracker.pins == {"old-client": "2025-03-26"}
         with pytest.raises(exceptions.OptionsError, match="mcpx_pin"):
             tctx.configure(addon, mcpx_pin=["old-client=2025-13-01"])
+        addon.state.tracker.pins["by-command"] = "2024-11-05"  # mcpx.pin: kept while other options change
+        tctx.configure(addon, mcpx_policy="lenient")
+        assert addon.state.tracker.pins == {"old-client": "2025-03-26", "by-command": "2024-11-05"}
+
+
+def test_unknown_option_suggestions():
+    lines = [settings.unknown_option(n, "x").line for n in ("mcpx-policy", "mcpx_ttl", "mcpx_keep", "mcpx_foo")]
+    assert lines == [
+        "mcpx: unknown option mcpx-policy (did you mean mcpx_policy?); e.g. --set mcpx_policy=x",
+        "mcpx: unknown option mcpx_ttl (did you mean mcpx_session_ttl?); e.g. --set mcpx_session_ttl=x",
+        "mcpx: unknown option mcpx_keep (did you mean mcpx_keep_original?); e.g. --set mcpx_keep_original=x",
+        "mcpx: unknown option mcpx_foo; mcpx's options are " + ", ".join(Settings.option_names()),
+    ]
+
+
+def test_first_invalid_option_is_named():
+    with pytest.raises(OptionError) as e:
+        Settings.parse({"mcpx_keep_original": "x", "mcpx_max_body": "y"})
+    assert e.value.option == "mcpx_max_body" and e.value.value == "y"
+
+
+def test_readme_options_table_matches():
+    """README's Options table lists every option with its default as typed."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("\n## Options\n"):]
+    section = section[:section.index("\n## ", 1)]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"\| `(mcpx_\w+)` \| ([^|]+) \|", line)
+        if m:
+            rows[m.group(1)] = m.group(2).strip()
+    want = {}
+    for name in Settings.option_names():
+        default = Settings.spec(name)[1]
+        want[name] = f"`{default}`" if default not in ("", ()) else "(none)"
+    assert rows == want
 
 
 def test_outstanding_request_ids_are_bounded_per_session():

@@ -74,7 +74,7 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
         body = SSERewriter(st.rewriter, exch).whole(original)
     else:
         original = reply.body
-        new = st.rewriter.response_json(exch, original) if original else None
+        new = st.rewriter.response_json(exch, original, reply.headers.get("content-type", "")) if original else None
         body = original if new is None else new
     token = st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in _RESPONSE_HOP]

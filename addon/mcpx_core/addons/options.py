@@ -1,18 +1,57 @@
-"""mcpx's options (``--set mcpx_...``), checked in ``configure`` and copied onto the shared state."""
+"""mcpx's options (``--set mcpx_...``): registered from :class:`~mcpx_core.settings.Settings`,
+parsed in ``configure`` and copied onto the shared state.
+
+An invalid value, or an ``mcpx_*`` name mcpx does not define, never lets mitmproxy run without
+mcpx or with another value than the one typed. While mitmproxy starts (before it listens), mcpx
+prints one line to stderr (``mcpx: invalid value "64XB" for mcpx_max_body: ...; e.g. --set
+mcpx_max_body=64MiB``) and exits with status 1, as mitmproxy does for its own options given on
+the command line (``tools/main.py``). Once it runs (a value set in mitmweb or the console), the
+same line is raised as an ``OptionsError``: mitmproxy keeps the previous value and shows the error.
+
+Why mcpx checks options itself: mitmproxy loads ``-s`` scripts after it has read ``--set`` and
+``config.yaml``, so it defers the options a script adds (``OptionManager.deferred``). A deferred
+value it cannot convert raises inside the script loader's task and leaves the script unloaded
+without a word; a deferred name no addon adds stays deferred for ever; and an ``OptionsError``
+from ``configure`` is logged with a traceback after "listening at" (``addons/script.py``,
+``addons/errorcheck.py``). So every mcpx option is a ``str`` (or a list of ``str``) for mitmproxy;
+``load`` checks the deferred ``mcpx*`` entries (names, missing or repeated values) before mitmproxy
+converts them, and ``configure`` parses the values (:meth:`Settings.parse`).
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 
-from mitmproxy import ctx, exceptions
+from mitmproxy import ctx, exceptions, optmanager
 
-from .. import revisions, seal
+from .. import __version__, revisions, seal
 from ..changes import ChangeLog
+from ..settings import PREFIX, OptionError, Settings, unknown_option
 from .state import State
 
 logger = logging.getLogger("mcpx")
+
+#: mitmproxy's holder of a deferred ``--set`` value not yet converted (``OptionManager.set``)
+_UNCONVERTED = getattr(optmanager, "_UnconvertedStrings", ())
+
+
+def starting() -> bool:
+    """Whether mitmproxy is starting up (its script loader is not running yet). False under
+    ``mitmproxy.test.taddons`` (no script loader) and once mitmproxy runs."""
+    loader = ctx.master.addons.get("scriptloader") if getattr(ctx, "master", None) else None
+    return loader is not None and not loader.is_running
+
+
+def fail(err: OptionError) -> None:
+    """Refuse an option: while mitmproxy starts, print ``err.line`` to stderr and exit with
+    status 1 (nothing listens yet); afterwards, raise it as an ``OptionsError``."""
+    if starting():
+        print(err.line, file=sys.stderr, flush=True)
+        raise SystemExit(1)
+    raise exceptions.OptionsError(err.line)
 
 
 class Options:
@@ -23,83 +62,118 @@ class Options:
     def __init__(self, state: State) -> None:
         self.state = state
         self._stream_limit: str | None = None  # the stream_large_bodies value mcpx set, if it did
+        self._key_files: list[str] = []
 
     def load(self, loader) -> None:
-        loader.add_option("mcpx_policy", str, "strict",
-                          "strict: deliver only what the receiver's revision defines; lenient: keep fields its schema tolerates.",
-                          choices=["strict", "lenient"])
-        loader.add_option("mcpx_log", str, "", "Append change records as JSON Lines to this file (created mode 0600).")
-        loader.add_option("mcpx_max_body", int, 64 << 20,
-                          "Largest body (bytes) mcpx parses; larger bodies pass through untouched, with a log record.")
-        loader.add_option("mcpx_max_sessions", int, 10000, "Sessions kept in memory at most (oldest forgotten first; a sealed session is opened again from its token).")
-        loader.add_option("mcpx_session_ttl", int, 3600, "Seconds after its last message a session leaves memory (a sealed session is opened again from its token).")
-        loader.add_option("mcpx_session_keys", Sequence[str], [],
-                          "Files with the keys that seal session ids (one base64 32-byte key per line; the first seals, all open). "
-                          "Default: <confdir>/mcpx-session.key, created on first start. Give every replica the same file.")
-        loader.add_option("mcpx_audio", str, "text",
-                          "Audio blocks for 2024-11-05 clients: 'text' (a note naming type and size) or 'embed' (an embedded blob resource where allowed).",
-                          choices=["text", "embed"])
-        loader.add_option("mcpx_keep_original", int, 1 << 20,
-                          "Keep up to this many bytes of each original body on the flow for inspection (0: none).")
-        loader.add_option("mcpx_pin", Sequence[str], [],
-                          "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
+        for option in Settings.option_names():
+            kind, default, _, help, choices = Settings.spec(option)
+            if kind == "list":
+                loader.add_option(option, Sequence[str], list(default), help)
+            else:
+                loader.add_option(option, str, default, help, choices=list(choices) if choices else None)
+        self._check_deferred(loader.master.options)
+
+    def _check_deferred(self, opts) -> None:
+        """The values given before mcpx loaded (``--set``, ``config.yaml``), before mitmproxy
+        converts them: an unknown ``mcpx*`` name, a missing or repeated value stops mitmproxy;
+        numbers from ``config.yaml`` become the text mcpx parses."""
+        names = set(Settings.option_names())
+        for name, value in list(opts.deferred.items()):
+            unconverted = isinstance(value, _UNCONVERTED) if _UNCONVERTED else False
+            if name not in names:
+                if name.lower().startswith("mcpx"):
+                    given = (value.val[-1] if value.val else None) if unconverted else value
+                    fail(unknown_option(name, given))
+                continue
+            kind, _, example, _, _ = Settings.spec(name)
+            if unconverted:
+                if kind != "list" and not value.val:
+                    fail(OptionError(name, None, "", f"mcpx: {name} needs a value; e.g. --set {name}={example}"))
+                if kind != "list" and len(value.val) > 1:
+                    given = ", ".join(f'"{v}"' for v in value.val)
+                    fail(OptionError(name, value.val, "", f"mcpx: {name} is given {len(value.val)} times ({given}); "
+                                                          f"give it once, e.g. --set {name}={value.val[-1]}"))
+            elif kind == "list":
+                items = [value] if isinstance(value, (str, int, float)) else value
+                if not isinstance(items, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in items):
+                    fail(OptionError(name, value, "not a list of strings"))
+                opts.deferred[name] = [str(v) for v in items]
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                opts.deferred[name] = str(value)  # config.yaml: mcpx_max_body: 67108864
+            elif not isinstance(value, str):
+                fail(OptionError(name, value, "not a string"))
 
     def configure(self, updated: set[str]) -> None:
         st = self.state
-        # mitmproxy does not check `choices` for values --set before the script loads: a typo such as
-        # mcpx_policy=stric must not silently run another policy
-        for name, allowed in (("mcpx_policy", ("strict", "lenient")), ("mcpx_audio", ("text", "embed"))):
-            if name in updated and getattr(ctx.options, name) not in allowed:
-                raise exceptions.OptionsError(f"{name} must be one of {', '.join(allowed)}, not {getattr(ctx.options, name)!r}")
-        if "mcpx_policy" in updated:
-            st.rewriter.policy = ctx.options.mcpx_policy
-        if "mcpx_audio" in updated:
-            st.rewriter.options["audio"] = ctx.options.mcpx_audio
-        if "mcpx_pin" in updated:
-            pins = {}
-            for spec in ctx.options.mcpx_pin:
-                name, sep, rev = spec.rpartition("=")
-                if not sep or not name or not revisions.is_known(rev):
-                    raise exceptions.OptionsError(f"mcpx_pin: expected CLIENT_NAME=REVISION with one of {', '.join(revisions.REVISIONS)}, got {spec!r}")
-                pins[name] = rev
-            st.tracker.pins.clear()
-            st.tracker.pins.update(pins)
-        for name in ("mcpx_max_body", "mcpx_max_sessions", "mcpx_session_ttl", "mcpx_keep_original"):
-            if name in updated and getattr(ctx.options, name) < 0:
-                raise exceptions.OptionsError(f"{name} must not be negative")
-        if "mcpx_max_sessions" in updated or "mcpx_session_ttl" in updated:
-            st.tracker.max_sessions = ctx.options.mcpx_max_sessions
-            st.tracker.ttl = ctx.options.mcpx_session_ttl
+        ours = {name for name in updated if name.startswith(PREFIX)}
+        if ours:
+            try:
+                settings = Settings.parse({name: getattr(ctx.options, name) for name in Settings.option_names()})
+            except OptionError as e:
+                fail(e)
+                return
+            self._apply(settings, ours)
         if "mcpx_session_keys" in updated or ("confdir" in updated and not ctx.options.mcpx_session_keys):
             self._keys()
-        if "mcpx_log" in updated:
-            if st.log_file:
-                st.log_file.close()
-            try:
-                st.log_file = ChangeLog(ctx.options.mcpx_log or None)
-            except OSError as e:
-                raise exceptions.OptionsError(f"mcpx_log: cannot open {ctx.options.mcpx_log!r}: {e}") from e
-        if "mcpx_max_body" in updated:
-            st.max_body = ctx.options.mcpx_max_body
-        if "mcpx_keep_original" in updated:
-            st.keep_original = ctx.options.mcpx_keep_original
         if {"mcpx_max_body", "stream_large_bodies"} & updated and hasattr(ctx.options, "stream_large_bodies"):
             # Bodies above mcpx_max_body are not parsed: mitmproxy streams them (also those without
             # Content-Length, once that many bytes came), so none is held whole in memory; unless
             # the user set stream_large_bodies.
-            ours = str(ctx.options.mcpx_max_body)
-            if ctx.options.stream_large_bodies in (None, "", self._stream_limit) and ctx.options.stream_large_bodies != ours:
-                self._stream_limit = ours
-                ctx.options.update(stream_large_bodies=ours)
+            limit = str(st.max_body)
+            if ctx.options.stream_large_bodies in (None, "", self._stream_limit) and ctx.options.stream_large_bodies != limit:
+                self._stream_limit = limit
+                ctx.options.update(stream_large_bodies=limit)
+        if ours:
+            self._announce(st.settings)
+
+    def _apply(self, s: Settings, updated: set[str]) -> None:
+        """Copy the parsed settings onto the state (the log file is (re)opened only when it changed)."""
+        st = self.state
+        if "mcpx_log" in updated:
+            try:
+                log = ChangeLog(s.log or None)
+            except OSError as e:
+                fail(OptionError("mcpx_log", s.log, f"cannot open it ({e.strerror or e})"))
+                return
+            if st.log_file:
+                st.log_file.close()
+            st.log_file = log
+        if "mcpx_pin" in updated:  # pins set with the mcpx.pin command stay until mcpx_pin changes
+            st.tracker.pins.clear()
+            st.tracker.pins.update(s.pin)
+        st.rewriter.policy = s.policy
+        st.rewriter.options["audio"] = s.audio
+        st.tracker.max_sessions = s.max_sessions
+        st.tracker.ttl = s.session_ttl
+        st.max_body = s.max_body
+        st.keep_original = s.keep_original
+        st.settings = s
+
+    def _announce(self, s: Settings | None) -> None:
+        """The start-up line (again after a change): version, revisions loaded, every option."""
+        if s is None:
+            return
+        try:
+            for rev in revisions.REVISIONS:  # load the schemas now: a broken install fails at start-up
+                revisions.model(rev)
+        except Exception as e:
+            fail(OptionError("", None, "", f"mcpx: cannot load the revision schemas ({type(e).__name__}: {e}); reinstall mcpx"))
+        logger.info(s.line(__version__, {"mcpx_session_keys": ",".join(self._key_files)}))
 
     def _keys(self) -> None:
         """Load the session keys (creating the default key file on first start)."""
         confdir = getattr(ctx.options, "confdir", "~/.mitmproxy")
         default = os.path.join(os.path.expanduser(confdir), seal.DEFAULT_KEY_FILE)
+        paths = list(ctx.options.mcpx_session_keys)
         try:
-            keys, created = seal.load_keys(list(ctx.options.mcpx_session_keys), default)
-        except (OSError, ValueError) as e:
-            raise exceptions.OptionsError(f"mcpx_session_keys: {e}") from e
+            keys, created = seal.load_keys(paths, default)
+        except OSError as e:
+            fail(OptionError("mcpx_session_keys", e.filename or paths or default, f"cannot read it ({e.strerror or e})"))
+            return
+        except ValueError as e:  # names the file and line
+            fail(OptionError("mcpx_session_keys", paths or default, str(e)))
+            return
         if created:
             logger.info(f"mcpx: created session key file {created} (mode 0600)")
+        self._key_files = paths or [default]
         self.state.tracker.sealer = seal.Sealer(keys)

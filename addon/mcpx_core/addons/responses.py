@@ -12,7 +12,7 @@ from mitmproxy import http
 
 from .. import upstream
 from ..framing.encoding import stream_decoder
-from ..rewrite import Exchange, SSERewriter
+from ..rewrite import Exchange, SSERewriter, declares_json
 from ..session import SESSION_HEADER
 from .headers import header_map, media_type
 from .state import State
@@ -46,7 +46,8 @@ class ServerResponses:
             size = hv.get("content-length")
             if size and size.isdigit() and int(size) > st.max_body:
                 flow.response.stream = True
-                st.rewriter.passthrough(exch, "s2c", f"body of {size} bytes exceeds mcpx_max_body: streamed through untouched")
+                if declares_json(hv.get("content-type")):  # not MCP otherwise (e.g. an HTML page): no record
+                    st.rewriter.passthrough(exch, "s2c", f"body of {size} bytes exceeds mcpx_max_body: streamed through untouched")
             return
         decoder = None
         enc = hv.get("content-encoding", "").strip()
@@ -99,8 +100,12 @@ class ServerResponses:
             if resp.raw_content in (None, b""):
                 resp.content = bytes(stream.delivered)
             return
+        ctype = resp.headers.get("content-type", "")
+        sse = media_type(header_map(resp)[0]) == "text/event-stream"
+        # a body too large to parse is recorded only if it says it is MCP (JSON or SSE): an HTML page is not
+        says_mcp = sse or declares_json(ctype)
         if resp.stream is True:
-            if not any(c.action == "passthrough" and c.direction == "s2c" for c in exch.changes):
+            if says_mcp and not any(c.action == "passthrough" and c.direction == "s2c" for c in exch.changes):
                 st.rewriter.passthrough(exch, "s2c", "body larger than stream_large_bodies (mcpx_max_body unless set): "
                                                      "streamed through untouched")
             return
@@ -108,14 +113,15 @@ class ServerResponses:
             return
         body = resp.get_content(strict=False) or b""
         if len(body) > st.max_body:
-            st.rewriter.passthrough(exch, "s2c", f"body of {len(body)} bytes exceeds mcpx_max_body: passed through untouched")
+            if says_mcp:
+                st.rewriter.passthrough(exch, "s2c", f"body of {len(body)} bytes exceeds mcpx_max_body: passed through untouched")
             return
-        if media_type(header_map(resp)[0]) == "text/event-stream":
+        if sse:
             new = SSERewriter(st.rewriter, exch).whole(body)
             if new == body:
                 return
         else:
-            new = st.rewriter.response_json(exch, body)
+            new = st.rewriter.response_json(exch, body, ctype)
             if new is None:
                 return
         st.keep_body(flow, "response", body)

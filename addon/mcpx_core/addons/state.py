@@ -13,9 +13,10 @@ from collections import deque
 from mitmproxy import http
 
 from .. import revisions, upstream
-from ..changes import Change, ChangeLog, flow_summary, summary_line
+from ..changes import Change, ChangeLog, flow_summary, revisions_known, summary_line
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
+from ..settings import Settings
 from ..session import SESSION_HEADER, VERSION_HEADER, Session, SessionTracker
 
 logger = logging.getLogger("mcpx")
@@ -38,9 +39,11 @@ class State:
         self.tasks: set[asyncio.Task] = set()
         #: sessions the client ended (HTTP DELETE), newest last, still listed by mcpx.sessions / mcpx.report
         self.closed: deque[Session] = deque(maxlen=CLOSED_KEPT)
-        # mcpx_max_body and mcpx_keep_original, read on every flow (ctx.options copies each value)
-        self.max_body = 64 << 20
-        self.keep_original = 1 << 20
+        #: the parsed mcpx_* options (:class:`~mcpx_core.settings.Settings`), set by the Options addon
+        self.settings = Settings()
+        # mcpx_max_body and mcpx_keep_original in bytes, read on every flow (ctx.options copies each value)
+        self.max_body = self.settings.max_body
+        self.keep_original = self.settings.keep_original
 
     # -- per flow -----------------------------------------------------------------------------
     def exchange(self, flow: http.HTTPFlow) -> Exchange:
@@ -82,7 +85,7 @@ class State:
         for c in changes:
             by_action.setdefault(c.action, set()).add(c.rule)
         rules = "; ".join(f"{a}: {', '.join(sorted(r))}" for a, r in by_action.items())
-        logger.log(level, f"mcpx: {where.strip()} {first.from_rev}->{first.to_rev}: {summary_line(changes, None)} ({rules})")
+        logger.log(level, f"mcpx: {where.strip()} {revisions_known(first)}: {summary_line(changes, None)} ({rules})")
         if logger.isEnabledFor(logging.DEBUG):
             for c in changes:
                 logger.debug(f"mcpx:   {c.line()}")

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# CI: the README's proxy-only install from a clean copy of the checkout (tests/install/): a fresh
+# venv with `pip install -c requirements.lock .` only, whose `mitmdump -s "$(python -m mcpx)"`
+# rewrites one real exchange. Needs scripts/setup.sh first (the .venv running pytest, the npm peers)
+# and PyPI. About 40 s on 2 cores with a warm pip cache.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+MCPX_INSTALL_TEST=1 exec "$ROOT/.venv/bin/python" -m pytest -p no:cacheprovider -q -s tests/install "$@"

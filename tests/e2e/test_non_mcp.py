@@ -1,0 +1,105 @@
+"""Non-MCP traffic gets no record and no summary line; a body that says it is JSON-RPC but does not
+parse gets its ``passthrough`` record in both directions (issue 15), through the real mitmdump."""
+from __future__ import annotations
+
+import http.client
+import re
+
+import orjson
+
+from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler, initialize_msg
+
+HTML_404 = b"<html><body><h1>404 Not Found</h1></body></html>"
+TRUNCATED = b'{"jsonrpc":"2.0","id":1,"meth'
+PARSE_ERROR = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}'
+
+
+class Server(ScriptedMcpHandler):
+    """/mcp: an MCP server (tools/call is answered with bytes that are not JSON, declared JSON);
+    a body that is not JSON gets a JSON-RPC parse error; any other path: an HTML 404 page."""
+
+    received: list[bytes] = []
+
+    def _send(self, status: int, ctype: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self._send(200, "text/html", b"<html>home</html>")
+
+    def do_POST(self):
+        if self.path != "/mcp":
+            self.rfile.read(int(self.headers["content-length"]))
+            return self._send(404, "text/html", HTML_404)
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        Server.received.append(raw)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return self._send(400, "application/json", PARSE_ERROR)
+        if body.get("method") == "initialize":
+            return self._initialize(body)
+        if "id" not in body:
+            return self._send(202, "application/json", b"")
+        self._send(200, "application/json", b"{not json")
+
+    def _initialize(self, body: dict) -> None:
+        out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+            "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": self.SERVER_INFO}})
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("mcp-session-id", self.SESSION)
+        self.send_header("content-length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+
+def mcpx_lines(px: Proxy) -> list[str]:
+    """mitmdump's summary lines (time stamps removed)."""
+    return [re.sub(r"^\[[\d:.]+\] ", "", line) for line in px.output().splitlines() if "] mcpx: " in line]
+
+
+def test_non_mcp_answers_and_bodies_that_do_not_parse(tmp_path):
+    srv = LoopbackServer(Server)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+            # 1. non-MCP traffic: a page, and an MCP client pointed at a wrong path (an HTML 404)
+            conn.request("GET", "/")
+            r = conn.getresponse()
+            assert (r.status, r.read()) == (200, b"<html>home</html>")
+            conn.request("POST", "/wrong", orjson.dumps(initialize_msg("2025-03-26")),
+                         {"content-type": "application/json", "accept": "application/json, text/event-stream"})
+            r = conn.getresponse()
+            assert (r.status, r.getheader("content-type"), r.read()) == (404, "text/html", HTML_404)
+            assert r.getheader("mcp-session-id") is None
+            non_mcp_records = px.changes()
+            non_mcp_lines = mcpx_lines(px)
+            # 2. a JSON-RPC POST whose body does not parse (no session): forwarded as is, one c2s record
+            conn.request("POST", "/mcp", TRUNCATED, {"content-type": "application/json", "accept": "application/json, text/event-stream"})
+            r = conn.getresponse()
+            assert (r.status, r.read()) == (400, PARSE_ERROR)
+            conn.close()
+            # 3. an answer declared JSON that does not parse: delivered as is, one s2c record
+            c = Client(px.port)
+            c.initialize("2025-03-26")
+            status, _, got = c.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {}}})
+            assert (status, got) == (200, b"{not json")
+            c.close()
+    finally:
+        srv.stop()
+    assert non_mcp_records == [] and non_mcp_lines == []
+    assert TRUNCATED in Server.received
+    recs = [(r["direction"], r["action"], r["session"] is None, r["from_rev"], r["to_rev"], r["detail"]) for r in px.changes()]
+    assert recs == [
+        ("c2s", "passthrough", True, None, None, "body is not valid JSON: unexpected end of data: line 1 column 30 (char 29)"),
+        ("s2c", "passthrough", False, "2025-03-26", "2025-03-26",
+         "body is not valid JSON: unexpected character, expected a string key: line 1 column 2 (char 1)"),
+    ]
+    assert mcpx_lines(px) == [
+        "mcpx: c2s (no session): 1 passed through (passthrough: PASSTHROUGH-error)",
+        "mcpx: s2c 2025-03-26->2025-03-26: 1 passed through (passthrough: PASSTHROUGH-error)",
+    ]
