@@ -31,7 +31,7 @@ else
 fi
 bash "$ROOT/scripts/setup_browser.sh" &  # Debian chromium for the mitmweb browser test
 browser=$!
-bash "$ROOT/scripts/setup_haproxy.sh"  # Debian haproxy for the replica tests (after apt-get update, if any)
 PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh"
 wait "$browser"
+bash "$ROOT/scripts/setup_haproxy.sh"  # Debian haproxy for the replica tests (after the browser's apt-get: one dpkg at a time)
 log "ready: $VENV/bin/mitmdump -s addon/mcpx.py --mode reverse:http://YOUR-SERVER"

@@ -6,8 +6,9 @@
 set -euo pipefail
 log() { printf 'setup_haproxy: %s\n' "$*" >&2; }
 
-if command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]]; then
-  log "haproxy present ($( (command -v haproxy || echo /usr/sbin/haproxy) | xargs -I{} {} -v 2>/dev/null | head -1))"
+hp="$(command -v haproxy || echo /usr/sbin/haproxy)"
+if [[ -x "$hp" ]]; then
+  log "haproxy present ($("$hp" -v 2>/dev/null | head -1))"
   exit 0
 fi
 if [[ "$(id -u)" == 0 ]]; then
