@@ -24,7 +24,8 @@ from collections.abc import Mapping
 
 from . import revisions
 from .changes import Change
-from .disposition import AnswerLocally, Disposition, Forward, MintSession, SplitBatch
+from .bridge.era import EraCache
+from .disposition import AnswerLocally, Bridge, Disposition, Forward, MintSession, NeedEra, SplitBatch
 from .downgrade import Outcome, classify, downgrade, split_path
 from .framing import json_body
 from .framing.sse import Event, SSEParser
@@ -56,6 +57,8 @@ class Exchange:
     """
 
     flow_id: str | None = None
+    #: the server's origin (scheme://host:port): era verdicts are kept per origin
+    origin: str = ""
     session: Session | None = None
     #: fallback session keys for clients that echo no session id: the client's connection, then its host
     client_keys: tuple[str, ...] = ()
@@ -98,6 +101,10 @@ class Rewriter:
                  on_reply: Callable[[Exchange, dict], None] | None = None):
         self.on_reply = on_reply
         self.tracker = tracker if tracker is not None else SessionTracker()  # an empty tracker is falsy (__len__)
+        #: which era each upstream speaks (bridge/era.py); ``bridging``: bridge peers of different
+        #: revisions and eras (mcpx_bridge); off: only downgrade where both legs agree
+        self.era = EraCache()
+        self.bridging = True
         self.policy = policy
         self.options = options or {}
         self.on_changes = on_changes
@@ -173,9 +180,17 @@ class Rewriter:
                 exch.is_mcp = True
                 return self._unknown_session(exch, reason, jsonrpc, parsed)
             case Named(revision=rev):
+                if rev == revisions.LATEST and self.bridging and exch.origin:
+                    verdict = self.era.get(exch.origin)
+                    if verdict.speaks_2026 is None:
+                        return NeedEra(exch.origin)
+                    if verdict.speaks_2026 is False:
+                        return Bridge("client2026")  # a 2026-07-28 client in front of a legacy server
                 exch.session = self.tracker.named_session(rev)
             case Session():
                 exch.session = found
+                if found.bridge and self.bridging:
+                    return Bridge(found.bridge)
             case None:
                 exch.session = None
         s = exch.session
