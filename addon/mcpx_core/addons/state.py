@@ -15,6 +15,7 @@ from typing import Any
 from mitmproxy import http
 
 from .. import revisions, upstream
+from ..bridge.client2026 import Client2026Bridge
 from ..changes import Change, ChangeLog, flow_summary, summary_line
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
@@ -55,7 +56,7 @@ class State:
         self.sender = upstream.Sender()
         #: the cross-era bridges by name (mcpx_core/bridge), each ``async request(exch, messages,
         #: headers, upstream) -> Answer | Pass``
-        self.bridges: dict[str, Any] = {}
+        self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter)}
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
