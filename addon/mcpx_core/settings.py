@@ -20,6 +20,7 @@ the text itself:
 - **duration** (seconds, float): a number of seconds, or number+unit groups with ``ms``, ``s``,
   ``m`` (minutes), ``h``, ``d``: ``90s``, ``1h``, ``1h30m``, ``0.5s``.
 - **count**: a whole number, ``10000``.
+- **bool**: ``true`` or ``false`` (mitmproxy's own: ``--set mcpx_bridge`` alone is ``true``).
 
 Errors: :meth:`Settings.parse` raises :class:`OptionError`, whose ``line`` is one line naming the
 option, the value and an example (``mcpx: invalid value "64XB" for mcpx_max_body: ...``).
@@ -53,6 +54,7 @@ WHAT = {
     "size": "not a size (bytes, or a number with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)",
     "duration": "not a duration (seconds, or a number with a unit: ms, s, m, h, d)",
     "count": "not a whole number",
+    "bool": 'not "true" or "false"',
 }
 
 
@@ -151,6 +153,8 @@ class Settings(BaseModel):
 
     Units: ``max_body`` and ``keep_original`` in bytes, ``session_ttl`` in seconds (float),
     ``max_sessions`` a count, ``pin`` {clientInfo.name: revision}, ``session_keys`` key file paths.
+    ``bridge`` is the one ``bool`` option for mitmproxy too (``--set mcpx_bridge=false``; its
+    ``--set`` text is checked by the addon before mitmproxy converts it).
     Defaults are written as typed; the model validates them (``validate_default``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
@@ -180,6 +184,15 @@ class Settings(BaseModel):
     keep_original: Size = _opt(
         "1MiB", "size", "1MiB",
         "Keep this much of each original body on the flow for inspection (0: none). A size: bytes, or with a unit (1MiB).")
+    bridge: bool = _opt(
+        True, "bool", "false",
+        "Bridge peers of different revisions and eras: a server that answers initialize with a newer "
+        "revision than the client asked for, a 2026-07-28 client in front of a legacy server, legacy "
+        "clients in front of a 2026-07-28-only server. Off: only rewrite where both legs agree.")
+    server_era: Literal["auto", "legacy", "2026", "dual"] = _opt(
+        "auto", "choice", "legacy",
+        "Which era the server speaks: auto (learn it: a server/discover probe when the first "
+        "2026-07-28 client comes, the answer to the first legacy initialize), legacy, 2026 or dual.")
     pin: Pins = _opt(
         (), "list", "old-client=2025-03-26",
         "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
@@ -249,6 +262,8 @@ class Settings(BaseModel):
                 out[option] = ",".join(f"{k}={r}" for k, r in v.items())
             elif kind == "list":
                 out[option] = ",".join(v)
+            elif kind == "bool":
+                out[option] = "true" if v else "false"
             else:
                 out[option] = str(v)
         return out

@@ -57,6 +57,7 @@ REFUSED = [
     (["mcpx_polcy=lenient"],
      "mcpx: unknown option mcpx_polcy (did you mean mcpx_policy?); e.g. --set mcpx_policy=lenient"),
     (["mcpx_log"], "mcpx: mcpx_log needs a value; e.g. --set mcpx_log=mcpx-changes.jsonl"),
+    (["mcpx_bridge=flase"], 'mcpx: invalid value "flase" for mcpx_bridge: not "true" or "false"; e.g. --set mcpx_bridge=false'),
     (["mcpx_policy=strict", "mcpx_policy=lenient"],
      'mcpx: mcpx_policy is given 2 times ("strict", "lenient"); give it once, e.g. --set mcpx_policy=lenient'),
     (["mcpx_log=no-such-dir/changes.jsonl"],
@@ -111,7 +112,8 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
     assert lines[0] == f"Loading script {ADDON}"
     assert lines[1] == (f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "
                         f"mcpx_policy=strict mcpx_log={px.log_path} mcpx_max_body=64MB mcpx_max_sessions=10000 "
-                        f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_pin=-")
+                        f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_bridge=true "
+                        f"mcpx_server_era=auto mcpx_pin=-")
     assert lines[2].startswith("reverse proxy to http://127.0.0.1:") and "listening at 127.0.0.1:" in lines[2]
     assert "mcpx: s2c tools/call id=1 2025-03-26->2025-03-26: 1 rewritten (rewrite: CT-resource_link)" in lines
 
@@ -227,6 +229,8 @@ def test_readme_options_table_matches():
     want = {}
     for name in Settings.option_names():
         default = Settings.spec(name)[1]
+        if isinstance(default, bool):
+            default = "true" if default else "false"
         want[name] = f"`{default}`" if default not in ("", ()) else "(none)"
     assert rows == want
 

@@ -29,7 +29,7 @@ from mitmproxy import ctx, exceptions, optmanager
 
 from .. import __version__, revisions, seal
 from ..changes import ChangeLog
-from ..settings import PREFIX, OptionError, Settings, unknown_option
+from ..settings import PREFIX, WHAT, OptionError, Settings, unknown_option
 from .state import State
 
 logger = logging.getLogger("mcpx")
@@ -69,6 +69,8 @@ class Options:
             kind, default, _, help, choices = Settings.spec(option)
             if kind == "list":
                 loader.add_option(option, Sequence[str], list(default), help)
+            elif kind == "bool":
+                loader.add_option(option, bool, default, help)
             else:
                 loader.add_option(option, str, default, help, choices=list(choices) if choices else None)
         self._check_deferred(loader.master.options)
@@ -86,7 +88,10 @@ class Options:
                     fail(unknown_option(name, given))
                 continue
             kind, _, example, _, _ = Settings.spec(name)
-            if unconverted:
+            if unconverted and kind == "bool":  # mitmproxy's own bool syntax: no value, true, false, toggle
+                if len(value.val) > 1 or (value.val and value.val[0] not in ("true", "false", "toggle")):
+                    fail(OptionError(name, ",".join(value.val), WHAT["bool"]))
+            elif unconverted:
                 if kind != "list" and not value.val:
                     fail(OptionError(name, None, "", f"mcpx: {name} needs a value; e.g. --set {name}={example}"))
                 if kind != "list" and len(value.val) > 1:
@@ -98,6 +103,9 @@ class Options:
                 if not isinstance(items, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in items):
                     fail(OptionError(name, value, "not a list of strings"))
                 opts.deferred[name] = [str(v) for v in items]
+            elif kind == "bool":
+                if not isinstance(value, bool):
+                    fail(OptionError(name, value, WHAT["bool"]))
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
                 opts.deferred[name] = str(value)  # config.yaml: mcpx_max_body: 67108864
             elif not isinstance(value, str):
@@ -141,6 +149,10 @@ class Options:
         if "mcpx_pin" in updated:  # pins set with the mcpx.pin command stay until mcpx_pin changes
             st.tracker.pins.clear()
             st.tracker.pins.update(s.pin)
+        if "mcpx_bridge" in updated:
+            st.rewriter.bridging = s.bridge
+        if "mcpx_server_era" in updated:
+            st.rewriter.era.forced = s.server_era
         st.rewriter.policy = s.policy
         st.rewriter.options["audio"] = s.audio
         st.tracker.max_sessions = s.max_sessions
