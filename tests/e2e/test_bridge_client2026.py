@@ -212,6 +212,9 @@ def test_listen_stream_exact_on_both_legs(everything, tmp_path):
         conn.close()
     subscribe = [json.loads(f.request.get_content()) for f in own(px) if b"resources/subscribe" in (f.request.get_content() or b"")]
     assert [(m["method"], m["params"]) for m in subscribe] == [("resources/subscribe", {"uri": "demo://resource/dynamic/text/1"})]
-    gets = [f for f in px.flows() if f.request.method == "GET"]
+    gets = [f for f in own(px) if f.request.method == "GET"]  # the upstream session's GET stream, sent by mcpx
     assert len(gets) == 1 and gets[0].request.headers["mcp-protocol-version"] == "2025-11-25" \
-        and gets[0].request.headers.get("mcp-session-id") and "mcp-method" not in gets[0].request.headers
+        and gets[0].request.headers.get("mcp-session-id") and gets[0].request.headers["accept"] == "text/event-stream"
+    # the client's listen flow was answered by mcpx's own stream (bridge/stream.py), marked as such
+    mine = [f for f in px.flows() if f.request.path.startswith("/mcpx-answer/")]
+    assert len(mine) == 1 and mine[0].comment.startswith("mcpx: ") and mine[0].response.status_code == 200
