@@ -546,9 +546,9 @@ class Rewriter:
         if ev.payload is None:
             return ev.raw
         if ev.blank():
-            if revisions.is_known(to_rev) and revisions.older(to_rev, "2025-11-25"):
+            if revisions.is_known(to_rev) and to_rev != "2025-11-25":  # the only revision with priming events
                 self._emit(exch, [Change(pointer="", action="drop-message", rule=PRIMING_RULE, before=summ_event(ev),
-                                         detail="empty-data (priming) event not forwarded to a client older than 2025-11-25")],
+                                         detail="empty-data (priming) event: only 2025-11-25 clients get it")],
                            "s2c", None, None, from_rev, to_rev)
                 return ev.with_data([])
             return ev.raw

@@ -53,7 +53,7 @@ import orjson
 
 from .. import revisions
 from ..changes import Change
-from ..downgrade import classify, downgrade
+from ..downgrade import classify, downgrade, downgrade_params
 from ..framing import json_body
 from ..framing.sse import SSEParser
 from ..session import Session
@@ -86,6 +86,8 @@ class Upstream2026Session:
     instructions: str | None = None
     #: listen streams open on its GET stream
     listening: int = 0
+    #: the log level last set on it (logging/setLevel)
+    log_level: str | None = None
 
 
 @dataclass
@@ -97,6 +99,10 @@ class Held:
     method: str
     #: the id mcpx gave the upstream call
     call_id: str = ""
+    #: the logLevel the client's request asked for (notifications/message below it are not delivered)
+    log_level: str | None = None
+    #: a URL elicitation round: the retry sends the original request again (nothing is held upstream)
+    replay: bool = False
     #: key -> (upstream request id, method) of the server requests waiting for the client's answers
     waiting: dict[str, tuple[Any, str]] = field(default_factory=dict)
     #: messages (dicts) the upstream stream delivered that nobody took yet
@@ -156,6 +162,7 @@ class Client2026Bridge:
             if isinstance(state, str) and state.startswith(STATE_PREFIX):
                 return await self._retry(exch, msg, params, state, upstream)
             return await self._call(exch, msg, up, upstream)
+        await self._log_level(exch, msg, up, upstream)
         return self._pass(exch, msg, body, headers, up)
 
     # -- the upstream session -------------------------------------------------------------------
@@ -272,6 +279,20 @@ class Client2026Bridge:
         return Answer(200, self.rw.write(exch, "s2c", out.message or answer))
 
     # -- requests forwarded as they are -------------------------------------------------------
+    async def _log_level(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream) -> None:
+        """META-logLevel: the level a request asks for, set on the upstream session first when it differs
+        from the level last set there (logging/setLevel, only if the server declared logging;
+        docs/specification/2026-07-28/server/utilities/logging.mdx:63)."""
+        level = _meta_of(msg).get("io.modelcontextprotocol/logLevel")
+        if not isinstance(level, str) or level == up.log_level or not isinstance((up.session.server_caps or {}).get("logging"), dict):
+            return
+        req = {"jsonrpc": "2.0", "id": _mint(), "method": "logging/setLevel", "params": {"level": level}}
+        await upstream.send(json_body.dumps(req), self._headers(up), f"logging/setLevel {level}, for a 2026-07-28 request's logLevel", timeout=30)
+        up.log_level = level
+        self.rw.record(exch, [Change(pointer="/params/_meta/io.modelcontextprotocol~1logLevel", action="rewrite", rule="META-logLevel",
+                                     before=level, after=f"logging/setLevel {level} on the upstream session")],
+                       "c2s", LATEST, up.session.server_rev)
+
     def _pass(self, exch, msg: dict, body: bytes, headers: dict[str, str], up: Upstream2026Session) -> Pass:
         """The client's flow goes on to the upstream session: the message walked to the server's
         revision (``_meta`` envelope keys dropped: META-*), an id of mcpx's own, the session's headers."""
@@ -290,7 +311,9 @@ class Client2026Bridge:
     async def _call(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream) -> Answer:
         rid, method = msg.get("id"), msg.get("method")
         minted = _mint()
-        held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted)
+        held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted,
+                    log_level=_meta_of(msg).get("io.modelcontextprotocol/logLevel"))
+        await self._log_level(exch, msg, up, upstream)
         out_msg = dict(msg, id=minted)
         body = self.rw.c2s_message(exch, out_msg, None) or json_body.dumps(out_msg)
         parser = SSEParser()
@@ -340,6 +363,8 @@ class Client2026Bridge:
             if m is None:
                 break
             kind = classify(m)
+            if kind == "error" and m.get("id") == minted and (m.get("error") or {}).get("code") == -32042:
+                return self._url_elicitations(exch, rid, m, held)
             if kind in ("result", "error") and m.get("id") == minted:
                 self.held.pop(held.handle, None)
                 m["id"] = rid
@@ -362,9 +387,21 @@ class Client2026Bridge:
                     if held.queue.empty():
                         break  # answer what arrived together, then ask
                     continue
-                await self._answer_upstream(exch, held, m.get("id"), {} if m.get("method") == "ping" else None, m.get("method"), upstream)
+                ping = m.get("method") == "ping"
+                self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="LC-ping" if ping else "MRTR-server-requests-removed",
+                                             before=f"{m.get('method')} id={m.get('id')!r}",
+                                             detail="answered {} on the client's behalf" if ping else
+                                             "no 2026-07-28 equivalent: -32601 on the client's behalf")],
+                               "s2c", s.server_rev, LATEST)
+                await self._answer_upstream(exch, held, m.get("id"), {} if ping else None, m.get("method"), upstream)
                 continue
             if kind == "notification":
+                if m.get("method") == "notifications/message" and not _log_wanted(held.log_level, m):
+                    self.rw.record(exch, [Change(pointer="", action="drop-message", rule="LOG-message-scope",
+                                                 before=f"notifications/message ({(m.get('params') or {}).get('level')})",
+                                                 detail="2026-07-28: log messages only at or above the logLevel the request asked for")],
+                                   "s2c", s.server_rev, LATEST)
+                    continue
                 out = self.rw.s2c_message(exch, m, None, s.server_rev, LATEST)
                 if out is not None:
                     notes.append(out)
@@ -385,21 +422,46 @@ class Client2026Bridge:
         return self._answer(exch, notes, err)
 
     def _embedded(self, exch, m: dict, server_rev: str) -> dict:
-        """A legacy server request as an InputRequests entry (MRTR-embedded-requests): its params
-        walked to 2026-07-28, without ``jsonrpc``/``id`` (params ``_meta`` and ``task`` dropped)."""
-        req = {"jsonrpc": "2.0", "id": m.get("id"), "method": m.get("method"), "params": m.get("params") or {}}
-        params = dict(req["params"]) if isinstance(req["params"], dict) else {}
-        dropped = [k for k in ("_meta", "task") if k in params and m.get("method") != "roots/list"]
+        """A legacy server request as an InputRequests entry (MRTR-embedded-requests): without
+        ``jsonrpc``/``id``, params ``_meta`` and ``task`` removed (2026-07-28 CreateMessageRequestParams
+        and Elicit*Params declare neither), then walked as 2026-07-28 defines them (e.g.
+        ``ELIC-elicitationId``, schema/2026-07-28/schema.ts:2821)."""
+        method = m.get("method")
+        params = dict(m.get("params")) if isinstance(m.get("params"), dict) else {}
+        dropped = [k for k in ("_meta", "task") if k in params and method != "roots/list"]
         for k in dropped:
             params.pop(k)
-        out = {"method": m.get("method")}
-        if params or m.get("method") != "roots/list":
+        params, changes = downgrade_params(params, method, server_rev, LATEST, "s2c", self.rw.policy, self.rw.options)
+        out: dict[str, Any] = {"method": method}
+        if params or method != "roots/list":
             out["params"] = params
         self.rw.record(exch, [Change(pointer="", action="rewrite", rule="MRTR-embedded-requests",
-                                     before=f"{m.get('method')} id={m.get('id')!r}", after="inputRequests entry",
-                                     detail="jsonrpc/id removed" + (f"; params {', '.join(dropped)} removed" if dropped else ""))],
-                       "s2c", server_rev, LATEST)
+                                     before=f"{method} id={m.get('id')!r}", after="inputRequests entry",
+                                     detail="jsonrpc/id removed" + (f"; params {', '.join(dropped)} removed" if dropped else ""))]
+                       + changes, "s2c", server_rev, LATEST)
         return out
+
+    def _url_elicitations(self, exch, rid: Any, m: dict, held: Held) -> Answer:
+        """ELIC-url-required-error toward a 2026-07-28 client (schema/2025-11-25/schema.ts:188): the
+        URLElicitationRequiredError becomes an InputRequiredResult whose inputRequests hold the URL
+        elicitations (``elicitationId`` removed, ELIC-elicitationId); its ``requestState`` lets mcpx
+        send the original request again when the client retries (the URL flow completes out of band)."""
+        s = held.upstream.session
+        data = (m.get("error") or {}).get("data") if isinstance((m.get("error") or {}).get("data"), dict) else {}
+        asks: dict[str, dict] = {}
+        for i, el in enumerate(data.get("elicitations") or []):
+            if isinstance(el, dict):
+                params = {k: v for k, v in el.items() if k in ("mode", "message", "url")}
+                asks[f"mcpx-url:{i}"] = {"method": "elicitation/create", "params": {"mode": "url", **params}}
+        held.replay = True
+        held.done = True
+        self.held[held.handle] = held
+        self.rw.record(exch, [Change(pointer="/error", action="rewrite", rule="ELIC-url-required-error", before="error -32042",
+                                     after=f"input_required with {len(asks)} URL elicitation(s)",
+                                     detail="elicitationId removed (ELIC-elicitationId); the retry sends the request again")],
+                       "s2c", s.server_rev, LATEST)
+        result: dict[str, Any] = {"resultType": "input_required", "inputRequests": asks, "requestState": held.handle}
+        return self._answer(exch, [], {"jsonrpc": "2.0", "id": rid, "result": result})
 
     async def _answer_upstream(self, exch, held: Held, rid: Any, result: dict | None, method: str, upstream: Upstream,
                                error: dict | None = None) -> None:
@@ -419,6 +481,11 @@ class Client2026Bridge:
         responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
         s = held.upstream.session
         exch.session = s
+        if held.replay:  # after URL elicitations: the original request once more (a new upstream call)
+            self.held.pop(held.handle, None)
+            again = {k: v for k, v in msg.items()}
+            again["params"] = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+            return await self._call(exch, again, held.upstream, upstream)
         for key, value in responses.items():
             waiting = held.waiting.pop(key, None)
             if waiting is None:
@@ -561,6 +628,9 @@ class ListenStream:
             ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                    "params": {"_meta": self._meta(), "notifications": self.listen.honoured}}
             out.append(self._event(ack))
+            self.record([Change(pointer="", action="synthesize", rule="SUB-acknowledged",
+                                after=f"acknowledged: {', '.join(self.listen.honoured) or 'nothing'}",
+                                detail="the listen's first event, for what the legacy server can honour")])
         if chunk is None:
             return out
         for ev in self.parser.feed(chunk) if chunk else self.parser.close()[0]:
@@ -580,6 +650,10 @@ class ListenStream:
                 out.append(self._event({"jsonrpc": "2.0", "method": method, "params": params}))
                 self.record([Change(pointer="/params/_meta/io.modelcontextprotocol~1subscriptionId", action="synthesize",
                                     rule="META-subscriptionId", after=str(self.listen.sub_id))])
+            elif method == "notifications/message":
+                self.record([Change(pointer="", action="drop-message", rule="LOG-message-scope",
+                                    before="notifications/message on the upstream GET stream",
+                                    detail="2026-07-28: log messages only on the stream of the request that asked for them")])
             else:
                 self.record([Change(pointer="", action="drop-message", rule="SUB-list-changed-delivery",
                                     before=f"{method or 'event'} on the upstream GET stream",
@@ -604,6 +678,20 @@ def _header_value(value: str | None) -> str | None:
         except (ValueError, UnicodeDecodeError):
             return None
     return value
+
+
+#: RFC 5424 severities, lowest first (schema/2026-07-28/schema.ts LoggingLevel)
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def _log_wanted(asked: str | None, m: dict) -> bool:
+    level = (m.get("params") or {}).get("level")
+    return asked in LEVELS and level in LEVELS and LEVELS.index(level) >= LEVELS.index(asked)
+
+
+def _meta_of(msg: dict) -> dict:
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    return params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
 
 
 #: the client capability each embedded request needs (schema/2026-07-28/schema.ts ClientCapabilities)
