@@ -253,6 +253,12 @@ class Client2026Bridge:
                               "MRTR-input-responses")
         return None
 
+    def forget_session(self, session: Session) -> None:
+        """Drop the upstream session whose :class:`Session` is ``session`` (the server answered 404
+        for it): the next request of that client makes a new one."""
+        for k in [k for k, up in self.sessions.items() if up.session is session]:
+            del self.sessions[k]
+
     @staticmethod
     def _headers(up: Upstream2026Session) -> dict[str, str]:
         s = up.session
@@ -308,7 +314,7 @@ class Client2026Bridge:
         return Pass(body=new, set=sets, remove=removes)
 
     # -- calls that may need client input -------------------------------------------------------
-    async def _call(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream) -> Answer:
+    async def _call(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream, again: bool = True) -> Answer:
         rid, method = msg.get("id"), msg.get("method")
         minted = _mint()
         held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted,
@@ -336,9 +342,13 @@ class Client2026Bridge:
             if not first.done():
                 first.set_result(True)
 
-        task = asyncio.get_running_loop().create_task(upstream.send(
-            body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)", on_chunk=on_chunk, stop=first))
-        reply = await task
+        reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
+                                    on_chunk=on_chunk, stop=first)
+        if reply.status == 404 and up.session.upstream_id and again:
+            # the server no longer knows the upstream session (restarted, expired): a new one, and once more
+            self.forget_session(up.session)
+            fresh = await self._upstream_session(exch, _meta_of(msg), upstream)
+            return await self._call(exch, msg, fresh, upstream, again=False)
         if not reply.headers.get("content-type", "").startswith("text/event-stream"):
             # a JSON answer (or an HTTP error): nothing can be held
             held.done = True
