@@ -49,7 +49,9 @@ class _Gate:
 @pytest.mark.parametrize("client", CLIENTS)
 def test_server_answering_its_newest_revision(gated, server, client, tmp_path):
     asked = pl.load_scenarios()["clients"][client]["revision"]
-    r = run(client, server, _Gate(gated[server]), tmp_path)
+    gate = _Gate(gated[server])
+    first = pl.scenario_ops(server, client)[:1]  # directly the client aborts at initialize: one op shows it
+    r = run(client, server, gate, tmp_path, direct=pl.run_client(client, gate.url, first))
     # directly (through the gate only) the client gives up at initialize
     assert r.direct["returncode"] == 2 and not r.direct["results"], r.direct
     assert "protocol version" in r.direct["error"] and "2025-11-25" in r.direct["error"], r.direct
