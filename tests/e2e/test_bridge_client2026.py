@@ -14,7 +14,6 @@ handle and of the listen stream.
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import orjson
@@ -38,11 +37,7 @@ LISTEN_OPS = [
 
 @pytest.fixture(scope="module")
 def everything():
-    missing = pl.peers_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}")
-        pytest.skip(f"test peers missing: {missing}")
+    pl.require(pl.peers_missing())
     with pl.start_everything_server() as ev:
         yield ev
 

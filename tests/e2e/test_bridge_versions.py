@@ -10,7 +10,6 @@ of the initialize names both revisions.
 """
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -26,11 +25,7 @@ CLIENTS = ["sdk-1.10.2", "sdk-1.12.3", "sdk-1.13.0", "mcp-1.8.1", "mcp-1.9.4", "
 
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory):
-    missing = pl.peers_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}")
-        pytest.skip(f"test peers missing: {missing}")
+    pl.require(pl.peers_missing())
     wd = tmp_path_factory.mktemp("gates")
     with pl.start_everything_server() as ev, pl.start_py_server() as py:
         with Proxy(f"http://127.0.0.1:{ev.port}", wd, script=False, scripts=(str(GATE),), tag="-ev") as g_ev, \

@@ -205,11 +205,7 @@ def _write_report(outcomes: dict, seconds: float, workdirs: dict, cpu: dict) -> 
 
 @pytest.fixture(scope="module")
 def matrix(request, tmp_path_factory):
-    missing = peers_lib.peers_missing() + cl.suites_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}; run scripts/setup_peers.sh")
-        pytest.skip(f"test peers missing: {missing}; run scripts/setup_peers.sh")
+    peers_lib.require(peers_lib.peers_missing() + cl.suites_missing(), "run scripts/setup_peers.sh")
     outcomes: dict = {}
     errors: list[str] = []
     selected = {item.callspec.params["server"] for item in request.session.items

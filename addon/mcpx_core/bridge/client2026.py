@@ -55,7 +55,7 @@ from .. import revisions
 from ..changes import Change
 from ..downgrade import classify, downgrade, downgrade_params
 from ..framing import json_body
-from ..framing.sse import SSEParser
+from ..framing.sse import SSEParser, json_values
 from ..session import Session
 from . import Answer, Pass, Reply, Streamed, Upstream
 from .era import first_response
@@ -326,14 +326,7 @@ class Client2026Bridge:
         first: asyncio.Future = asyncio.get_running_loop().create_future()
 
         def on_chunk(chunk: bytes) -> None:
-            events = parser.feed(chunk) if chunk else parser.close()[0]
-            for ev in events:
-                if ev.payload is None or ev.blank():
-                    continue
-                try:
-                    value = orjson.loads(ev.payload)
-                except orjson.JSONDecodeError:
-                    continue
+            for value in json_values(parser.feed(chunk) if chunk else parser.close()[0]):
                 for m in value if isinstance(value, list) else [value]:
                     held.queue.put_nowait(m)
             if chunk == b"":
@@ -643,13 +636,7 @@ class ListenStream:
                                 detail="the listen's first event, for what the legacy server can honour")])
         if chunk is None:
             return out
-        for ev in self.parser.feed(chunk) if chunk else self.parser.close()[0]:
-            if ev.payload is None or ev.blank():
-                continue
-            try:
-                m = orjson.loads(ev.payload)
-            except orjson.JSONDecodeError:
-                continue
+        for m in json_values(self.parser.feed(chunk) if chunk else self.parser.close()[0]):
             method = m.get("method") if isinstance(m, dict) else None
             wanted = (method == "notifications/resources/updated"
                       and (m.get("params") or {}).get("uri") in (self.listen.honoured.get("resourceSubscriptions") or ())) \
