@@ -23,6 +23,8 @@ class Run:
     changes: list[dict]
     #: op id -> [(pointer, action, rule)] of the change records of the flows that carried that op
     records: dict[str, list[tuple]] = field(default_factory=dict)
+    #: op id -> the ids of the flows that carried that op
+    op_flows: dict[str, list[str]] = field(default_factory=dict)
     #: (revision, message, method-it-answers, direction) for every message mcpx delivered
     delivered: list[tuple] = field(default_factory=list)
     output: str = ""
@@ -64,11 +66,16 @@ def op_key(op: dict) -> tuple:
     return (method, op.get("name") or op.get("uri"), orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
 
 
-def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[dict] | None = None) -> Run:
+def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[dict] | None = None,
+        options: dict | None = None, direct: bool = True, client_options: dict | None = None) -> Run:
+    """``options``: mitmdump options of the proxy (e.g. {"mcpx_profile": "none"}); ``direct``
+    False: no direct run (``Run.direct`` is {}); ``client_options``: the client's options."""
     ops = ops if ops is not None else scenario_ops(server_name, client)
-    direct = run_client(client, server.url, ops)
-    with Proxy(f"http://127.0.0.1:{server.port}", workdir) as px:
-        via = run_client(client, px.url, ops)
+    kw = {"options": client_options} if client_options else {}
+    direct_report = run_client(client, server.url, ops, **kw) if direct else {}
+    with Proxy(f"http://127.0.0.1:{server.port}", workdir, options=options) as px:
+        via = run_client(client, px.url, ops, **kw)
+    direct = direct_report
     r = Run(client, server_name, ops, direct, via, px.changes(), output=px.output())
     by_flow: dict[str, list[tuple]] = {}
     for c in r.changes:
@@ -85,6 +92,7 @@ def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[
                 op_id = keys.get(_op_key(m))
                 if op_id is not None:
                     r.records.setdefault(op_id, []).extend(by_flow.get(f.id, []))
+                    r.op_flows.setdefault(op_id, []).append(f.id)
             if rev and isinstance(m, dict):
                 r.delivered.append((meta.get("server_revision"), m, None, "c2s"))
         if f.response is not None and rev:

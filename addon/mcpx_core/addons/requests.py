@@ -68,7 +68,8 @@ class ClientRequests:
         elif body is not None and hv.get("content-encoding"):
             body = _decoded(req)
         try:
-            disposition = st.rewriter.request(exch, req.method, body, names, live=st.sender.available(flow))
+            disposition = st.rewriter.request(exch, req.method, body, names, live=st.sender.available(flow),
+                                              all_headers=req.headers)
         except Exception as e:  # never lose a message
             st.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
             disposition = Forward()
