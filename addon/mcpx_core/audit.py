@@ -13,8 +13,8 @@ structured half). So the model silently misses part of the answer.
 
 - **what the text lacks**: every scalar of ``structuredContent`` (JSON Pointer + value) not found
   in the text half: a string not in it (a one-word string as a whole word: ``doc-1`` is not in
-  ``doc-10``), a number not among its numbers, a boolean
-  whose key (nor literal) is not mentioned (null carries nothing to miss). A text block that is the JSON of the structured half (what the
+  ``doc-10``), a number not in it as a number, a boolean whose key (nor literal) is not mentioned
+  (null carries nothing to miss). A text block that is the JSON of the structured half (what the
   SDKs write) carries everything.
 - **what structuredContent lacks**: every marker of the text not found in the structured half.
   Markers are the tokens that carry data rather than prose: numbers, ``key=value`` pairs,
@@ -25,9 +25,12 @@ structured half). So the model silently misses part of the answer.
   other marker in its strings and keys (any case); a number with a unit (``5.5°C``, ``80%``) by its number. For a text
   block that is JSON, its values and keys are compared.
 
-Bounds: at most :data:`MAX_VALUES` scalars and :data:`MAX_TEXT` characters of text are compared
-per result (the rest is not, and the finding says so). The text half is the ``text`` of text
-blocks and of embedded text resources.
+Bounds (the audit runs on every such result, so its cost stays near the parse's): at most
+:data:`MAX_VALUES` scalars; each searched in the first :data:`MAX_TEXT` characters of the text
+(above :data:`MANY_VALUES` values, looked up among its words); markers, and the keys of booleans,
+taken from the first and last :data:`MARKER_WINDOW` characters of the text half. What
+lies beyond is not compared, and the finding says so. The text half is the ``text`` of text blocks
+and of embedded text resources.
 
 The dual-result policies (:func:`make_text_visible`, :func:`make_structured_visible`) apply the
 same comparison to the result as delivered, and add to the half the host shows what only the other
@@ -52,16 +55,21 @@ TEXT_VISIBLE_RULE = "MCPX-dual-text-visible"
 STRUCTURED_VISIBLE_RULE = "MCPX-dual-structured-visible"
 #: scalars of structuredContent compared per result at most
 MAX_VALUES = 10_000
-#: characters of the text half compared per result at most
-MAX_TEXT = 1 << 20
+#: characters of the text half searched for the values of structuredContent
+MAX_TEXT = 64 << 10
+#: above this many values, the text is split into words once (a set lookup per value), else a search per value
+MANY_VALUES = 64
+#: characters at each end of the text half scanned for markers (a longer text's middle is not)
+MARKER_WINDOW = 2048
 #: items of each list a finding's detail shows
 SHOWN = 5
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w])")
-_TOKEN = re.compile(r"[^\s,;()\[\]{}<>\"'`]+")
 #: a word of text: starts and ends with a letter or digit, may hold - . @ / : # inside (doc-1, MARKER-B, a.b@c)
 _WORD = re.compile(r"\w(?:[\w\-.@/:#]*\w)?")
 _WITH_UNIT = re.compile(r"(-?\d+(?:\.\d+)?)(?:%|°[CF]?|[A-Za-zµ]{1,3})")
+#: a whitespace-separated token with a digit, a capital or one of _ = / @ # in it (found from its start only: linear)
+_CANDIDATE = re.compile(r"(?<!\S)\S*?[0-9A-Z_=/@#]\S*")
 _DATA_CHARS = re.compile(r"[0-9_=/@#]|[A-Za-z0-9][-.][A-Za-z0-9]")
 
 
@@ -139,8 +147,7 @@ _NOT_JSON = object()
 
 def _as_json(text: str) -> Any:
     """The JSON value a text block holds (it starts with ``{`` or ``[``), else :data:`_NOT_JSON`."""
-    s = text.lstrip()
-    if s[:1] in ("{", "[") and len(text) <= MAX_TEXT:
+    if text[:64].lstrip()[:1] in ("{", "["):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -214,36 +221,113 @@ def _depth(ptr: str) -> int:
 
 
 # -- what the text lacks ----------------------------------------------------------------------
-def text_lacks(texts: list[str], structured: Any) -> tuple[list[tuple[str, Any]], bool]:
+def _joined(texts: list[str], limit: int) -> tuple[str, bool]:
+    """The texts joined by line breaks, at most ``limit`` characters (and whether it was cut)."""
+    parts, size = [], 0
+    for t in texts:
+        if size + len(t) > limit:
+            parts.append(t[:max(0, limit - size)])
+            return "\n".join(parts), True
+        parts.append(t)
+        size += len(t) + 1
+    return "\n".join(parts), False
+
+
+def _connects(corpus: str, i: int, step: int) -> bool:
+    """Whether the character at ``i`` continues a word of :data:`_WORD` (a letter or digit, or a
+    ``- . @ / : #`` followed in direction ``step`` by one)."""
+    if i < 0 or i >= len(corpus):
+        return False
+    c = corpus[i]
+    if c.isalnum() or c == "_":
+        return True
+    if c in "-.@/:#":
+        j = i + step
+        return 0 <= j < len(corpus) and (corpus[j].isalnum() or corpus[j] == "_")
+    return False
+
+
+def _has_word(corpus: str, word: str, tries: int = 256) -> bool:
+    """Whether ``word`` occurs in ``corpus`` as a whole word (as :data:`_WORD` splits text)."""
+    i = corpus.find(word)
+    while i != -1 and tries > 0:
+        if not _connects(corpus, i - 1, -1) and not _connects(corpus, i + len(word), 1):
+            return True
+        i = corpus.find(word, i + 1)
+        tries -= 1
+    return tries <= 0  # too many occurrences to check: counted as found
+
+
+def _has_number(corpus: str, value: float, text: str) -> bool:
+    """Whether the number occurs in ``corpus`` (as ``text`` or, for a whole float, as an integer),
+    not inside a longer number or word."""
+    forms = {text}
+    if value.is_integer() and abs(value) < 1e16:
+        forms.add(str(int(value)))
+    for form in forms:
+        i = corpus.find(form)
+        tries = 256
+        while i != -1 and tries > 0:
+            before = corpus[i - 1] if i > 0 else " "
+            after = corpus[i + len(form)] if i + len(form) < len(corpus) else " "
+            after2 = corpus[i + len(form) + 1] if i + len(form) + 1 < len(corpus) else " "
+            if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_" or (after == "." and after2.isdigit())):
+                return True
+            i = corpus.find(form, i + 1)
+            tries -= 1
+        if tries <= 0:
+            return True
+    return False
+
+
+def _key_mentioned(corpus: str, key: Any) -> bool:
+    """Whether ``key`` occurs in ``corpus`` as it is, capitalised, or with spaces for ``_``."""
+    if not isinstance(key, str) or not key:
+        return False
+    return any(form in corpus for form in {key, key.capitalize(), key.replace("_", " ")})
+
+
+def text_lacks(texts: list[str], structured: Any, parsed: list[Any] | None = None,
+               leaves: list | None = None) -> tuple[list[tuple[str, Any]], bool]:
     """Scalars of ``structured`` the text half does not carry (pointer, value), shallowest first,
-    and whether the bounds cut the comparison."""
-    if any(_as_json(t) == structured for t in texts):
+    and whether the bounds cut the comparison. ``parsed`` / ``leaves``: :func:`_as_json` of each
+    text and :func:`_leaves` of ``structured``, when the caller has them already."""
+    parsed = parsed if parsed is not None else [_as_json(t) for t in texts]
+    if any(p == structured for p in parsed if p is not _NOT_JSON):
         return [], False
-    corpus = "\n".join(texts)
-    partial = len(corpus) > MAX_TEXT
-    corpus = corpus[:MAX_TEXT]
-    lower = corpus.lower()
-    numbers = _numbers_in(corpus)
-    words = set(_WORD.findall(corpus))
-    budget = [MAX_VALUES]
-    leaves: list = []
-    _leaves(structured, "", leaves, budget)
-    partial = partial or budget[0] <= 0
+    if leaves is None:
+        leaves = []
+        _leaves(structured, "", leaves, [MAX_VALUES])
+    partial = len(leaves) >= MAX_VALUES
+    many = len(leaves) > MANY_VALUES
+    corpus, cut = _joined(texts, MAX_TEXT)
+    partial = partial or cut
+    if many:  # one pass over the text, then a set lookup per value
+        words = set(_WORD.findall(corpus))
+        numbers = _numbers_in(corpus)
+        has_word = words.__contains__
+        def has_number(n: float, text: str) -> bool:  # noqa: E306
+            return n in numbers
+    else:  # a search per value (C speed), no pass over the whole text in Python
+        def has_word(w: str) -> bool:
+            return _has_word(corpus, w)
+        def has_number(n: float, text: str) -> bool:  # noqa: E306
+            return _has_number(corpus, n, text)
     missing = []
+    ends: str | None = None  # where a boolean's key is looked for: the text's ends (_window), as markers are
     for ptr, key, v in leaves:
         if isinstance(v, str):
             # a one-word value must stand as a word ("doc-1" is not in "doc-10"); longer ones as a substring
-            if v and not (v in words if _WORD.fullmatch(v) else v in corpus):
+            if v and not (has_word(v) if _WORD.fullmatch(v) else v in corpus):
                 missing.append((ptr, v))
         elif (n := _num(v)) is not None:
-            if n not in numbers and str(v) not in corpus:
+            if not has_number(n, orjson.dumps(v).decode() if isinstance(v, float) else str(v)):
                 missing.append((ptr, v))
         elif v is None:  # null carries nothing to miss
             continue
-        else:  # true, false: found when its key is mentioned, or the literal
-            word = orjson.dumps(v).decode()
-            if not ((isinstance(key, str) and key and (key.lower() in lower or key.lower().replace("_", " ") in lower))
-                    or word in lower):
+        else:  # true, false: its key is mentioned, or the literal
+            ends = _window(texts)[0] if ends is None else ends
+            if not (_key_mentioned(ends, key) or orjson.dumps(v).decode() in ends):
                 missing.append((ptr, v))
     missing.sort(key=lambda pv: _depth(pv[0]))  # stable: top-level fields first, in their order
     return missing, partial
@@ -253,6 +337,8 @@ def text_lacks(texts: list[str], structured: Any) -> tuple[list[tuple[str, Any]]
 def _is_marker(token: str) -> bool:
     if len(token) < 2 and not token.isdigit():
         return False
+    if token.isalpha() and (token.islower() or token.istitle()):
+        return False  # a plain word (the usual case: decided without a regex)
     if _DATA_CHARS.search(token):
         return True
     return any(c.isupper() for c in token[1:])
@@ -260,36 +346,60 @@ def _is_marker(token: str) -> bool:
 
 def _markers(text: str) -> list[str]:
     out = []
-    for m in _TOKEN.finditer(text):
-        tok = m.group().strip(".:!?")
-        tok = tok.lstrip("#") if tok.startswith("#") and tok[1:].isdigit() else tok
+    for tok in _CANDIDATE.findall(text):  # tokens with a digit, capital or data character: plain words never reach Python
+        tok = tok.strip(".:!?,;()[]{}<>\"'`")
+        if tok.startswith("#") and tok[1:].isdigit():
+            tok = tok[1:]
         if tok and _is_marker(tok):
             out.append(tok)
     return out
 
 
-def structured_lacks(texts: list[str], structured: Any) -> tuple[list[str], bool]:
+def _window(texts: list[str]) -> tuple[str, bool]:
+    """The prose scanned for markers: all of ``texts`` (joined by line breaks), or the first and
+    last :data:`MARKER_WINDOW` characters of it (and True: the middle is not compared)."""
+    total = sum(len(t) + 1 for t in texts)
+    if total <= 2 * MARKER_WINDOW:
+        return "\n".join(texts), False
+    head, _ = _joined(texts, MARKER_WINDOW)
+    parts, size = [], 0
+    for t in reversed(texts):  # the last MARKER_WINDOW characters, without copying the rest
+        if size + len(t) >= MARKER_WINDOW:
+            parts.append(t[len(t) - (MARKER_WINDOW - size):])
+            break
+        parts.append(t)
+        size += len(t) + 1
+    tail = "\n".join(reversed(parts))
+    # whole words only: a word cut at the window's edge is not a marker of the text
+    head = head[:head.rfind(" ")] if " " in head else ""
+    tail = tail[tail.find(" ") + 1:] if " " in tail else ""
+    return head + "\n" + tail, True
+
+
+def structured_lacks(texts: list[str], structured: Any, parsed: list[Any] | None = None,
+                     leaves: list | None = None) -> tuple[list[str], bool]:
     """Markers of the text half ``structured`` does not carry, in text order (each once), and
-    whether the bounds cut the comparison."""
-    parsed = [_as_json(t) for t in texts]
-    if any(p == structured for p in parsed):
+    whether the bounds cut the comparison (``parsed`` / ``leaves``: as for :func:`text_lacks`)."""
+    parsed = parsed if parsed is not None else [_as_json(t) for t in texts]
+    if any(p == structured for p in parsed if p is not _NOT_JSON):
         return [], False
-    budget = [MAX_VALUES]
-    leaves: list = []
-    _leaves(structured, "", leaves, budget)
+    if leaves is None:
+        leaves = []
+        _leaves(structured, "", leaves, [MAX_VALUES])
     keys: set = set()
     numbers: set = set()
     kbudget = [MAX_VALUES]
     _keys_and_lengths(structured, keys, numbers, kbudget)
-    partial = budget[0] <= 0 or kbudget[0] <= 0
+    partial = len(leaves) >= MAX_VALUES or kbudget[0] <= 0
     strings = [v for _, _, v in leaves if isinstance(v, str)]
     for _, _, v in leaves:
         n = _num(v)
         if n is not None:
             numbers.add(n)
-    joined = "\n".join(strings)
-    numbers |= _numbers_in(joined[:MAX_TEXT])  # "2 + 3 = 5" as a string value carries 2, 3 and 5
-    haystack = "\n".join(strings + sorted(keys)).lower()
+    joined, cut = _joined(strings, MAX_TEXT)
+    partial = partial or cut
+    numbers |= _numbers_in(joined)  # "2 + 3 = 5" as a string value carries 2, 3 and 5
+    haystack = (joined + "\n" + "\n".join(sorted(keys))).lower()
     exact = set(strings) | keys
 
     def found(tok: str) -> bool:
@@ -313,7 +423,7 @@ def structured_lacks(texts: list[str], structured: Any) -> tuple[list[str], bool
         if not ok:
             missing.append(tok)
 
-    used = 0
+    prose = []
     for text, value in zip(texts, parsed):
         if value is not _NOT_JSON:  # a JSON text: its values and keys
             for _, key, v in _json_leaves(value):
@@ -327,18 +437,14 @@ def structured_lacks(texts: list[str], structured: Any) -> tuple[list[str], bool
                 if key not in keys:
                     check(key)
             continue
-        if text.strip() and text.strip() in joined:  # the whole text is (inside) a string of the structured half
+        stripped = text.strip()
+        if stripped and len(stripped) <= len(joined) and stripped in joined:  # the whole text is in a string of the structured half
             continue
-        room = MAX_TEXT - used
-        if room <= 0:
-            partial = True
-            break
-        if len(text) > room:
-            partial = True
-        used += min(len(text), room)
-        for tok in _markers(text[:room]):
-            check(tok)
-    return missing, partial
+        prose.append(text)
+    window, cut = _window(prose)
+    for tok in _markers(window):
+        check(tok)
+    return missing, partial or cut
 
 
 def _number(tok: str) -> float | None:
@@ -364,8 +470,13 @@ def audit(result: Any) -> Finding | None:
     if both is None:
         return None
     texts, structured = both
-    lacks_t, p1 = text_lacks(texts, structured)
-    lacks_s, p2 = structured_lacks(texts, structured)
+    parsed = [_as_json(t) for t in texts]
+    if any(p == structured for p in parsed if p is not _NOT_JSON):
+        return None  # a text block is the JSON of the structured half (what the SDKs write)
+    leaves: list = []
+    _leaves(structured, "", leaves, [MAX_VALUES])
+    lacks_t, p1 = text_lacks(texts, structured, parsed, leaves)
+    lacks_s, p2 = structured_lacks(texts, structured, parsed, leaves)
     f = Finding(lacks_t, lacks_s, p1 or p2)
     return f if f else None
 
