@@ -44,6 +44,7 @@ Action = Literal[
     "split",  # batch split into single messages
     "answer-locally",  # proxy answered instead of forwarding
     "synthesize",  # added a field, block or header the receiver requires (or its profile asks for) and the sender did not send
+    "bridge",  # a cross-era translation over several messages (upstream handshake, input_required, listen)
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
     "audit",  # a finding of the dual-result audit: nothing changed, the message is delivered as sent
@@ -51,7 +52,7 @@ Action = Literal[
 
 #: the word of each action in summaries (``2 rewritten, 1 audited for 2025-06-18``)
 WORDS: dict[str, str] = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
-                         "answer-locally": "answered locally", "synthesize": "added", "keep": "kept",
+                         "answer-locally": "answered locally", "synthesize": "added", "bridge": "bridged", "keep": "kept",
                          "passthrough": "passed through", "audit": "audited"}
 
 MAX_STR = 80

@@ -67,15 +67,17 @@ def op_key(op: dict) -> tuple:
 
 
 def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[dict] | None = None,
-        options: dict | None = None, direct: bool = True, client_options: dict | None = None) -> Run:
-    """``options``: mitmdump options of the proxy (e.g. {"mcpx_profile": "none"}); ``direct``
-    False: no direct run (``Run.direct`` is {}); ``client_options``: the client's options."""
+        proxy=None, direct: dict | None = None, options: dict | None = None, client_options: dict | None = None) -> Run:
+    """``proxy``: a factory ``proxy(upstream, workdir)`` of a context manager with ``url``, ``changes()``,
+    ``flows()`` and ``output()`` (default: one mitmdump, :class:`proxy_lib.Proxy`, with mitmdump
+    ``options``, e.g. {"mcpx_profile": "none"}); ``direct``: a direct run's report to reuse instead of
+    running the client directly again ({}: no direct run); ``client_options``: the client's options."""
     ops = ops if ops is not None else scenario_ops(server_name, client)
     kw = {"options": client_options} if client_options else {}
-    direct_report = run_client(client, server.url, ops, **kw) if direct else {}
-    with Proxy(f"http://127.0.0.1:{server.port}", workdir, options=options) as px:
+    direct = direct if direct is not None else run_client(client, server.url, ops, **kw)
+    factory = proxy or (lambda upstream, workdir: Proxy(upstream, workdir, options=options))
+    with factory(f"http://127.0.0.1:{server.port}", workdir) as px:
         via = run_client(client, px.url, ops, **kw)
-    direct = direct_report
     r = Run(client, server_name, ops, direct, via, px.changes(), output=px.output())
     by_flow: dict[str, list[tuple]] = {}
     for c in r.changes:

@@ -80,8 +80,8 @@ def test_released_clients_pass_with_the_shipped_profiles(servers, server, client
     ops = pl.scenario_ops(server, client)
     (tmp_path / "off").mkdir()
     (tmp_path / "on").mkdir()
-    off = run(client, server, servers[server], tmp_path / "off", ops, options={"mcpx_profile": "none"}, direct=False)
-    on = run(client, server, servers[server], tmp_path / "on", ops, direct=False)
+    off = run(client, server, servers[server], tmp_path / "off", ops, options={"mcpx_profile": "none"}, direct={})
+    on = run(client, server, servers[server], tmp_path / "on", ops, direct={})
     fixed = FIXED[(client, server)]
     # without profiles: what mcpx gave these clients before issue 17
     assert pl.verdicts(off.via) == {op["id"]: "FAIL" if op["id"] in fixed else "ok" for op in ops}
