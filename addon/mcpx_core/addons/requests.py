@@ -8,7 +8,7 @@ from mitmproxy import http
 
 from .. import upstream
 from ..framing import json_body
-from ..bridge import Answer, Pass
+from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
 from .actions import learn_era, mint_session, split_batch
 from .headers import header_fields, header_map, media_type
@@ -126,6 +126,10 @@ class ClientRequests:
             case Answer(status=status, body=payload, headers=headers):
                 exch.answered = True
                 flow.response = http.Response.make(status, payload, header_fields(headers))
+            case Streamed(stream=stream):
+                exch.answered = exch.streamed = True
+                st.answers.route(flow, stream)
+                flow.comment = "mcpx: answered by mcpx (a stream the bridge writes)"
             case Pass(body=new, method=m, set=sets, remove=removes):
                 _edit_headers(flow.request, sets, removes)
                 if m is not None:

@@ -13,7 +13,8 @@ revision-delta.json). Modules:
 
 A bridge never touches HTTP itself: it sends through an :class:`Upstream` (the addon's adapter of
 :class:`mcpx_core.upstream.Sender` for one flow: mitmproxy's own connections) and returns what the
-client's flow gets (:class:`Answer`) or how it goes on (:class:`Pass`).
+client's flow gets (:class:`Answer`, or :class:`Streamed`: a stream mcpx writes over time, see
+:mod:`.stream`) or how it goes on (:class:`Pass`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from typing import Any, Protocol
 
 @dataclass
 class Reply:
-    """An upstream answer: ``status``, ``headers`` (lower-case names), ``body`` (bytes)."""
+    """An upstream answer: ``status``, ``headers`` (lower-case names), ``body`` (bytes), and the id of
+    mcpx's flow that carried it (for :meth:`Upstream.abort`)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
+    flow_id: str = ""
 
 
 class Upstream(Protocol):
@@ -43,6 +46,9 @@ class Upstream(Protocol):
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
                    on_chunk: Callable[[bytes], None] | None = None, stop: Any = None, timeout: float = 600.0) -> Reply: ...
 
+    def abort(self, flow_id: str) -> None:
+        """End a request sent with :meth:`send` that still runs."""
+
 
 @dataclass
 class Answer:
@@ -51,6 +57,13 @@ class Answer:
     status: int
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+
+
+@dataclass
+class Streamed:
+    """The client's flow is answered by mcpx with a stream it writes over time (:mod:`.stream`)."""
+
+    stream: Any
 
 
 @dataclass
