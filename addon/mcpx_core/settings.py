@@ -153,7 +153,7 @@ class Settings(BaseModel):
 
     Units: ``max_body`` and ``keep_original`` in bytes, ``session_ttl`` in seconds (float),
     ``max_sessions`` a count, ``pin`` {clientInfo.name: revision}, ``session_keys`` key file paths.
-    ``bridge`` is the one ``bool`` option for mitmproxy too (``--set mcpx_bridge=false``; its
+    ``bridge`` and ``audit`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
     ``--set`` text is checked by the addon before mitmproxy converts it).
     Defaults are written as typed; the model validates them (``validate_default``)."""
 
@@ -193,6 +193,18 @@ class Settings(BaseModel):
         "auto", "choice", "legacy",
         "Which era the server speaks: auto (learn it: a server/discover probe when the first "
         "2026-07-28 client comes, the answer to the first legacy initialize), legacy, 2026 or dual.")
+    profiles: str = _opt(
+        "", "text", "hosts.toml",
+        "A TOML file of host profiles, merged over the shipped ones (its profiles are tried first; one with a "
+        "shipped profile's name replaces it).")
+    profile: str = _opt(
+        "", "text", "none",
+        "Give every client this host profile, whatever it sends (for hosts with no distinctive clientInfo); "
+        "'none': no profile applies. Default: each client gets the first profile that matches it.")
+    audit: bool = _opt(
+        True, "bool", "false",
+        "Audit tool results that carry both content and structuredContent: record (action 'audit') what one "
+        "half carries that the other lacks. Changes nothing.")
     pin: Pins = _opt(
         (), "list", "old-client=2025-03-26",
         "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")

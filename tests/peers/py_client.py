@@ -6,7 +6,9 @@ Same interface and output as js_client.mjs: ops is a JSON list such as
 {"op":"listTools"}, {"op":"callTool","name":..,"arguments":{..},"progress":true},
 {"op":"listPrompts"}, {"op":"getPrompt","name":..,"arguments":{..}},
 {"op":"listResources"}, {"op":"readResource","uri":..},
-{"op":"listResourceTemplates"}, {"op":"ping"}; options e.g. {"elicitation":"decline"}.
+{"op":"listResourceTemplates"}, {"op":"ping"}; options e.g. {"elicitation":"decline"},
+{"clientInfo": {"name": "claude-code", "version": "2.1.0"}} (default: mcpx-py-client <mcp version>), or
+{"clientInfo": "sdk-default"} (the SDK's own default, {"name": "mcp", "version": "0.1.0"}).
 Every op uses the SDK's own ClientSession call, so its pydantic validation runs.
 Prints ONE JSON line on stdout:
   {"sdk":"mcp","version":..,"protocolVersion":..,"results":[..],"serverRequests":[..]}
@@ -124,6 +126,15 @@ async def run_op(session: ClientSession, op: dict[str, Any]) -> Any:
     raise ValueError(f"unknown op {kind!r}")
 
 
+def client_info(options: dict[str, Any]) -> dict[str, Any]:
+    """The ClientSession's client_info keyword: mcpx-py-client <mcp version>, the "clientInfo" option
+    ({"name", "version"}), or none at all ("sdk-default": the SDK sends its DEFAULT_CLIENT_INFO)."""
+    info = options.get("clientInfo", {"name": "mcpx-py-client", "version": VERSION})
+    if info == "sdk-default":
+        return {}
+    return {"client_info": types.Implementation(name=info["name"], version=info["version"])}
+
+
 async def main(url: str, ops: list[dict[str, Any]], options: dict[str, Any], report: dict[str, Any]) -> None:
     async with AsyncExitStack() as stack:
         if VERSION.startswith("1."):
@@ -135,7 +146,7 @@ async def main(url: str, ops: list[dict[str, Any]], options: dict[str, Any], rep
                 streams[0],
                 streams[1],
                 read_timeout_seconds=timedelta(seconds=60) if VERSION.startswith("1.") else 60.0,
-                client_info=types.Implementation(name="mcpx-py-client", version=VERSION),
+                **client_info(options),
                 **make_callbacks(options),
             )
         )

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from mitmproxy import ctx, exceptions, optmanager
 
-from .. import __version__, revisions, seal
+from .. import __version__, profiles, revisions, seal
 from ..changes import ChangeLog
 from ..settings import PREFIX, WHAT, OptionError, Settings, unknown_option
 from .state import State
@@ -153,6 +153,13 @@ class Options:
             st.rewriter.bridging = s.bridge
         if "mcpx_server_era" in updated:
             st.rewriter.era.forced = s.server_era
+        if {"mcpx_profiles", "mcpx_profile"} & updated:
+            built = self._profiles(s)
+            if built is None:
+                return
+            st.rewriter.profiles = built
+        if "mcpx_audit" in updated:
+            st.rewriter.audit = s.audit
         st.rewriter.policy = s.policy
         st.rewriter.options["audio"] = s.audio
         st.tracker.max_sessions = s.max_sessions
@@ -171,6 +178,40 @@ class Options:
         except Exception as e:
             fail(OptionError("", None, "", f"mcpx: cannot load the revision schemas ({type(e).__name__}: {e}); reinstall mcpx"))
         logger.info(s.line(__version__, {"mcpx_session_keys": ",".join(self._key_files)}))
+
+    def _profiles(self) -> profiles.ProfileSet:
+        """The shipped profiles, with the user's file (``mcpx_profiles``) over them, and the one
+        ``mcpx_profile`` forces. Raises OptionsError in one line: file, field and reason."""
+        path = ctx.options.mcpx_profiles
+        try:
+            user = profiles.load_file(os.path.expanduser(path)) if path else None
+            forced = ctx.options.mcpx_profile.strip()
+            built = profiles.ProfileSet.build(user, forced=forced if forced not in ("", "none") else None,
+                                              disabled=forced == "none")
+        except profiles.ProfileError as e:
+            name = "mcpx_profile" if str(e).startswith("no profile named") else "mcpx_profiles"
+            raise exceptions.OptionsError(f"{name}: {e}") from None
+        if path:
+            logger.info(f"mcpx: {len(built)} host profiles in force ({len(user.profiles) if user else 0} from {path})")
+        return built
+
+    def _profiles(self, s: Settings) -> profiles.ProfileSet | None:
+        """The shipped profiles, with the user's file (``mcpx_profiles``) over them, and the one
+        ``mcpx_profile`` forces. A file or name that does not load is refused (:func:`fail`) in one
+        line: ``mcpx_profiles: FILE: FIELD: REASON`` or ``mcpx_profile: no profile named ...``."""
+        path = s.profiles
+        try:
+            user = profiles.load_file(os.path.expanduser(path)) if path else None
+            forced = s.profile.strip()
+            built = profiles.ProfileSet.build(user, forced=forced if forced not in ("", "none") else None,
+                                              disabled=forced == "none")
+        except profiles.ProfileError as e:
+            name = "mcpx_profile" if str(e).startswith("no profile named") else "mcpx_profiles"
+            fail(OptionError(name, getattr(s, name.removeprefix(PREFIX)), str(e), f"{name}: {e}"))
+            return None
+        if path:
+            logger.info(f"mcpx: {len(built)} host profiles in force ({len(user.profiles) if user else 0} from {path})")
+        return built
 
     def _keys(self) -> None:
         """Load the session keys (creating the default key file on first start)."""
