@@ -70,6 +70,10 @@ class Exchange:
     late_answers: list[dict] = field(default_factory=list)
     #: mcpx wrote this flow's response itself (it is already for the client's revision)
     answered: bool = False
+    #: why mcpx answered this flow itself (a bridge), shown in the views and the flow's comment
+    answered_by: str | None = None
+    #: a bridge streams this flow's answer from mcpx's stream endpoint (:mod:`mcpx_core.bridge.stream`)
+    bridge_outlet: Any = None
     #: the disposition decided from the headers alone (a request body mitmproxy streams)
     early: Disposition | None = None
     #: the record of a pinned initialize result, logged with that message's other changes

@@ -19,6 +19,8 @@
 //     POSTs notifications/cancelled for the listen id)
 //   {"op":"discover"} (client-2.4.0: server/discover)
 //   {"op":"sleep","ms":200}
+//   {"op":"subscribeResource","uri":"..."} {"op":"unsubscribeResource","uri":"..."}
+//   {"op":"setLoggingLevel","level":"info"} (legacy sessions)
 //   {"op":"signal","path":"/tmp/x"} {"op":"waitFor","path":"/tmp/y","timeoutMs":60000}  (control ops for tests)
 // [options.json]: optional JSON text, e.g. {"elicitation":"decline"} (default
 //   "accept"), {"versionNegotiation":"auto"} or {"versionNegotiation":"pin:2026-07-28"}
@@ -150,6 +152,7 @@ const NOTIFICATION_METHODS = [
   "notifications/prompts/list_changed",
   "notifications/resources/list_changed",
   "notifications/resources/updated",
+  "notifications/message",
 ];
 const onNotification = async (n) => {
   notifications.push({ method: n.method, ...(n.params === undefined ? {} : { params: n.params }) });
@@ -168,6 +171,7 @@ if (modern) {
     "notifications/prompts/list_changed": types.PromptListChangedNotificationSchema,
     "notifications/resources/list_changed": types.ResourceListChangedNotificationSchema,
     "notifications/resources/updated": types.ResourceUpdatedNotificationSchema,
+    "notifications/message": types.LoggingMessageNotificationSchema,
   };
   for (const m of NOTIFICATION_METHODS) if (schemas[m]) client.setNotificationHandler(schemas[m], onNotification);
 }
@@ -273,6 +277,12 @@ async function runOp(op) {
       return client.listResourceTemplates(op.params, reqOpts);
     case "ping":
       return client.ping(reqOpts);
+    case "subscribeResource":
+      return client.subscribeResource({ uri: op.uri }, reqOpts);
+    case "unsubscribeResource":
+      return client.unsubscribeResource({ uri: op.uri }, reqOpts);
+    case "setLoggingLevel":
+      return client.setLoggingLevel(op.level || "info", reqOpts);
     default:
       throw new Error(`unknown op ${JSON.stringify(op.op)}`);
   }

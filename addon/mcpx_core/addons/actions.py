@@ -37,6 +37,13 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     the token as ``Mcp-Session-Id``. SSE events the server sends on that stream after the answer
     cannot reach the client (its answer has ended): each is logged as not delivered."""
     rid = exch.single_request_id
+    from ..bridge import era
+    from ..bridge.legacy_client import NAME as LEGACY_CLIENT
+    bridge = st.bridges.get(LEGACY_CLIENT) if st.rewriter.bridging else None
+    if bridge is not None and st.rewriter.era.get(exch.origin).speaks_legacy is False:
+        # the server is known to speak only 2026-07-28 (learnt, or mcpx_server_era=2026): no initialize goes up
+        if await _bridge_initialize(st, flow, exch, bridge, None):
+            return
     loop = asyncio.get_running_loop()
     answered: asyncio.Future = loop.create_future()
     parser = SSEParser()
@@ -67,8 +74,19 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
         flow.response = http.Response.make(502, json_body.dumps(_error(rid, -32603, f"mcpx could not reach the server: {e.reason}")),
                                            {"content-type": "application/json"})
         return
-    exch.answered = True
     sse = reply.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+    if bridge is not None and era.refuses_legacy(reply.status, reply.headers.get("content-type", ""),
+                                                 b"".join(events) if sse else reply.body):
+        # LC-initialize: the refusal of a 2026-07-28-only server (tests/peers/BRIDGING.md 1)
+        st.rewriter.era.learn(exch.origin, speaks_legacy=False)
+        first = era.first_response(reply.headers.get("content-type", ""), b"".join(events) if sse else reply.body) or {}
+        code = (first.get("error") or {}).get("code") if isinstance(first.get("error"), dict) else None
+        logger.info(f"mcpx: {exch.origin} refused a legacy initialize (HTTP {reply.status}, {code})")
+        if await _bridge_initialize(st, flow, exch, bridge, f"HTTP {reply.status}, {code}"):
+            return
+    elif 200 <= reply.status < 300:
+        st.rewriter.era.learn(exch.origin, speaks_legacy=True)
+    exch.answered = True
     if sse:
         original = b"".join(events)
         body = SSERewriter(st.rewriter, exch).whole(original)
@@ -83,6 +101,23 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     flow.response = http.Response.make(reply.status, body, header_fields(headers))
     if body != original:
         st.keep_body(flow, "response", original)
+
+
+async def _bridge_initialize(st: State, flow: http.HTTPFlow, exch: Exchange, bridge, refused: str | None) -> bool:
+    """Answer a legacy client's initialize in front of a 2026-07-28-only server (bridge/legacy_client.py);
+    False when the server does not speak 2026-07-28 either (its own answer is then delivered)."""
+    from .state import FlowUpstream
+    try:
+        out = await bridge.initialize(exch, FlowUpstream(st.sender, flow), refused)
+    except upstream.UpstreamError as e:
+        logger.warning(f"mcpx: bridging initialize failed: {e.reason}")
+        return False
+    if out is None:
+        return False
+    exch.answered = True
+    exch.answered_by = out.note
+    flow.response = http.Response.make(out.status, out.body, header_fields(out.headers))
+    return True
 
 
 async def learn_era(st: State, flow: http.HTTPFlow, origin: str) -> None:

@@ -43,18 +43,30 @@ class Options:
                           "Keep up to this many bytes of each original body on the flow for inspection (0: none).")
         loader.add_option("mcpx_pin", Sequence[str], [],
                           "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
+        loader.add_option("mcpx_bridge", bool, True,
+                          "Bridge peers of different eras (a legacy client in front of a 2026-07-28-only server, and the reverse); "
+                          "off: only rewrite where both legs speak one era.")
+        loader.add_option("mcpx_server_era", str, "auto",
+                          "Which era the server speaks: auto (learnt per origin: a legacy client's initialize, a server/discover probe), "
+                          "legacy, 2026 (2026-07-28 only: legacy clients are bridged from their first request, no probe), dual.",
+                          choices=["auto", "legacy", "2026", "dual"])
 
     def configure(self, updated: set[str]) -> None:
         st = self.state
         # mitmproxy does not check `choices` for values --set before the script loads: a typo such as
         # mcpx_policy=stric must not silently run another policy
-        for name, allowed in (("mcpx_policy", ("strict", "lenient")), ("mcpx_audio", ("text", "embed"))):
+        for name, allowed in (("mcpx_policy", ("strict", "lenient")), ("mcpx_audio", ("text", "embed")),
+                              ("mcpx_server_era", ("auto", "legacy", "2026", "dual"))):
             if name in updated and getattr(ctx.options, name) not in allowed:
                 raise exceptions.OptionsError(f"{name} must be one of {', '.join(allowed)}, not {getattr(ctx.options, name)!r}")
         if "mcpx_policy" in updated:
             st.rewriter.policy = ctx.options.mcpx_policy
         if "mcpx_audio" in updated:
             st.rewriter.options["audio"] = ctx.options.mcpx_audio
+        if "mcpx_bridge" in updated:
+            st.rewriter.bridging = ctx.options.mcpx_bridge
+        if "mcpx_server_era" in updated:
+            st.rewriter.era.forced = ctx.options.mcpx_server_era
         if "mcpx_pin" in updated:
             pins = {}
             for spec in ctx.options.mcpx_pin:

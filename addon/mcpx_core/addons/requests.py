@@ -123,16 +123,27 @@ class ClientRequests:
             out = Answer(502, json_body.dumps({"jsonrpc": "2.0", "id": exch.single_request_id,
                                                "error": {"code": -32603, "message": f"mcpx bridge failed: {type(e).__name__}"}}))
         match out:
-            case Answer(status=status, body=payload, headers=headers):
+            case Answer(status=status, body=payload, headers=headers, sent=sent, note=note):
                 exch.answered = True
+                exch.answered_by = note
+                if sent is not None:  # what went upstream instead (mcpx's own flow): shown on this flow
+                    st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")
+                    flow.request.content = sent
                 flow.response = http.Response.make(status, payload, header_fields(headers))
-            case Pass(body=new, method=m, set=sets, remove=removes):
+            case Pass(body=new, method=m, set=sets, remove=removes, redirect=to, outlet=outlet, note=note):
                 _edit_headers(flow.request, sets, removes)
                 if m is not None:
                     flow.request.method = m
                 if new is not None:
                     st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")
                     flow.request.content = new
+                if to is not None:
+                    # the answer is streamed by mcpx (bridge/stream.py): the flow goes to its loopback endpoint
+                    exch.answered = True
+                    exch.answered_by = note
+                    exch.bridge_outlet = outlet
+                    flow.request.scheme, flow.request.host, flow.request.port = "http", to[0], to[1]
+                    flow.metadata.setdefault("mcpx", {})["streamed_by"] = f"mcpx bridge stream endpoint {to[0]}:{to[1]}"
 
     def _oversize(self, flow: http.HTTPFlow, exch) -> None:
         """The passthrough record of a request body above ``mcpx_max_body`` (MCP traffic only)."""

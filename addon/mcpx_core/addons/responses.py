@@ -30,6 +30,9 @@ class ServerResponses:
             st.sender.responseheaders(flow)
             return
         exch = st.exchanges.get(flow.id)
+        if exch is not None and exch.bridge_outlet is not None and flow.response is not None:
+            flow.response.stream = True  # mcpx's stream endpoint: already for the client's revision, as it comes
+            return
         if exch is None or not exch.is_mcp or flow.response is None or exch.answered:
             return
         s = exch.session
@@ -83,6 +86,10 @@ class ServerResponses:
     def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
         st = self.state
         resp = flow.response
+        if exch.bridge_outlet is not None:  # streamed from mcpx's endpoint: keep what was delivered for the views
+            if resp.raw_content in (None, b""):
+                resp.content = exch.bridge_outlet.delivered
+            return
         if exch.answered:
             return  # mcpx wrote this response itself, already for the client's revision
         if exch.initialize is not None:
@@ -126,5 +133,7 @@ class ServerResponses:
         if upstream.is_own(flow):
             return
         exch, _ = st.forget(flow)
+        if exch is not None and exch.bridge_outlet is not None:
+            exch.bridge_outlet.lost()  # the client went away mid-answer
         if exch is not None and exch.is_mcp:
             st.annotate(flow, exch)

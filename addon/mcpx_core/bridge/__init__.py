@@ -9,7 +9,9 @@ revision-delta.json). Modules:
 
 - :mod:`.era`: which era an upstream speaks (a ``server/discover`` probe, cached per origin);
 - :mod:`.client2026`: a 2026-07-28 client in front of a legacy server;
-- :mod:`.legacy_client`: legacy clients in front of a 2026-07-28-only server.
+- :mod:`.legacy_client`: legacy clients in front of a 2026-07-28-only server;
+- :mod:`.stream`: a loopback HTTP endpoint that streams an answer a bridge produces over time
+  (server->client requests, then the final result) to a client flow redirected to it.
 
 A bridge never touches HTTP itself: it sends through an :class:`Upstream` (the addon's adapter of
 :class:`mcpx_core.upstream.Sender` for one flow: mitmproxy's own connections) and returns what the
@@ -46,11 +48,16 @@ class Upstream(Protocol):
 
 @dataclass
 class Answer:
-    """The client's flow is answered by mcpx: ``status``, ``body``, ``headers`` (name, value)."""
+    """The client's flow is answered by mcpx: ``status``, ``body``, ``headers`` (name, value);
+    ``sent``: the request as mcpx sent it upstream instead (shown on the flow, the client's
+    original kept for the views), None when nothing was sent; ``note``: why mcpx answered
+    (``flow.metadata["mcpx"]["answered_by"]``, the views)."""
 
     status: int
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+    sent: bytes | None = None
+    note: str | None = None
 
 
 @dataclass
@@ -62,3 +69,8 @@ class Pass:
     method: str | None = None
     set: dict[str, str] = field(default_factory=dict)
     remove: tuple[str, ...] = ()
+    #: send the flow to this loopback ``(host, port)`` instead of the server (:mod:`.stream`): the
+    #: answer is streamed by mcpx from ``outlet`` (an :class:`.stream.Outlet`), not rewritten again
+    redirect: tuple[str, int] | None = None
+    outlet: Any = None
+    note: str | None = None
