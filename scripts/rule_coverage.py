@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "addon"))
 
 from mcpx_core.revisions import load_json  # noqa: E402
 
-ACTIONS = "drop|rewrite|keep|drop-message|split|answer-locally|passthrough"
+ACTIONS = "drop|rewrite|keep|drop-message|split|answer-locally|synthesize|passthrough"
 RECORD = re.compile(r"""\(\s*(['"])[^'"]*\1\s*,\s*(['"])(?:%s)\2\s*,\s*(['"])([A-Za-z][\w$-]+)\3\s*\)""" % ACTIONS)
 
 #: records whose target is reachable only when one leg is 2026-07-28 and the other legacy
