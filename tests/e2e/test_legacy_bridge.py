@@ -15,6 +15,8 @@ import os
 import threading
 import time
 
+import orjson
+
 import pytest
 
 import peers_lib as pl
@@ -185,7 +187,21 @@ def test_two_round_input_required_exact(server, tmp_path):
         ("/result/_meta/io.modelcontextprotocol~1serverInfo", "drop", "META-serverInfo"),
     ]
     meta = call.flow.metadata["mcpx"]
-    assert meta["answered_by"].startswith("bridge legacy-client") and call.flow.comment.startswith("mcpx: answered by mcpx (")
+    assert meta["answered_by"] == "bridge legacy-client: the server speaks only 2026-07-28; answer streamed by mcpx"
+    assert call.flow.comment.startswith("mcpx: answered by mcpx (bridge legacy-client: ")
+    # the MCP content view of the flow says so, and shows each message the client received with its records
+    import mcpx  # noqa: F401  (the addon script: registers the MCP views)
+    from mitmproxy import contentviews
+    from mitmproxy.test import taddons
+    with taddons.context():
+        text = contentviews.prettify_message(call.flow.response, call.flow, view_name="MCP").text.splitlines()
+    assert text[:5] == ["MCP response (server -> client): 3 messages, 5 changes (3 rewritten, 2 dropped for 2025-11-25)",
+                        f"session: {meta['session']}", "client:  2025-11-25 (mcpx-js-client 1.25.0)",
+                        "server:  2026-07-28 (mcpx-py-peer 1.0.0)", "answered by mcpx: " + meta["answered_by"]]
+    assert [line for line in text if line.startswith("[")] == [
+        f"[1] request elicitation/create id={orjson.dumps(call.received[0]['id']).decode()} · event 1",
+        f"[2] request sampling/createMessage id={orjson.dumps(call.received[1]['id']).decode()} · event 2",
+        f"[3] result tools/call id={rid} · event 3"]
 
 
 @pytest.mark.parametrize("client", ["sdk-1.12.3", "mcp-1.9.4"])
@@ -354,8 +370,42 @@ def test_failover_between_round_trips(server, tmp_path):
         t.join(240)
     results = [e for e in out["report"]["results"] if e.get("id")]
     first, again = results[:len(ops)], results[len(ops):]
+    print("\nfailover between round trips:", [(e["id"], e["ok"], (e.get("error") or "")[:80]) for e in again])
     assert [e["id"] for e in first if not e["ok"]] == []
     failed = [e for e in again if not e["ok"]]
     assert len(failed) <= 1, failed
     assert sum(e["ok"] for e in again) >= len(again) - 1 and again[-1]["ok"]
     assert {pl.result_text(e) for e in again if e["ok"]} <= set(pl.MRTR_EXPECTED.values())
+
+
+def test_failover_mid_round_trip(server, tmp_path):
+    """The replica is killed while the client answers an elicitation (the round trip half done): that
+    call fails (the stream it waited on is gone), its answer reaches a survivor that knows no such
+    question (dropped, with a record), and the client's next calls work through the survivor."""
+    from replicas_lib import Replicas, haproxy_missing
+    if haproxy_missing():
+        pytest.skip("haproxy missing")
+    plan = [{"id": "tools", "op": "listTools"},
+            {"id": "elicit", "op": "callTool", "name": "mrtr_elicit", "arguments": {}, "timeoutMs": 8000},
+            {"id": "sample", "op": "callTool", "name": "mrtr_sample", "arguments": {"topic": "x"}},
+            {"id": "elicit-again", "op": "callTool", "name": "mrtr_elicit", "arguments": {}}]
+    with Replicas(f"http://127.0.0.1:{server.port}", tmp_path / "rp", n=3, balance="hash") as rp:
+        out: dict = {}
+        t = threading.Thread(target=lambda: out.update(report=pl.run_client(
+            "sdk-1.25.0", rp.url, plan, options={"roots": pl.TEST_ROOTS, "elicitationDelayMs": 1500}, timeout=120)))
+        t.start()
+        holder, deadline = None, time.monotonic() + 60
+        while holder is None and time.monotonic() < deadline:
+            holder = next((i for i in range(3) if any(c["rule"] == "MRTR-embedded-requests" for c in rp.proxies[i].changes())), None)
+            time.sleep(0.02)
+        assert holder is not None, "no replica asked the client"
+        rp.kill(holder)
+        t.join(120)
+        orphans = [c for i in range(3) if i != holder for c in rp.proxies[i].changes()
+                   if c["rule"] == "MRTR-bridge-legacy-client" and c["action"] == "drop-message"]
+    by_id = {e["id"]: e for e in out["report"]["results"]}
+    print("\nfailover mid round trip:", {k: (e["ok"], (e.get("error") or "")[:100]) for k, e in by_id.items()})
+    assert by_id["tools"]["ok"] and not by_id["elicit"]["ok"]
+    assert pl.result_text(by_id["sample"]) == pl.MRTR_EXPECTED["mrtr-sample"]
+    assert pl.result_text(by_id["elicit-again"]) == pl.MRTR_EXPECTED["mrtr-elicit"]
+    assert len(orphans) == 1

@@ -27,7 +27,8 @@
 //   (client-2.4.0 only), {"roots":[{"uri":"file:///x","name":"x"}]} (declare the roots
 //   capability and answer roots/list with these), {"sampling":false} / {"elicitationCapability":false}
 //   (do not declare that capability), {"autoFulfill":false} (client-2.4.0: an input_required
-//   result surfaces as an error instead of being fulfilled).
+//   result surfaces as an error instead of being fulfilled), {"elicitationDelayMs":2000} (answer
+//   each elicitation that much later, as a user would).
 //
 // Every op goes through the SDK's own high-level call, so its own schema
 // validation runs. Prints ONE JSON line on stdout:
@@ -108,8 +109,9 @@ function sampleValue(name, prop) {
   }
 }
 
-function elicitAnswer(params) {
+async function elicitAnswer(params) {
   serverRequests.push({ method: "elicitation/create", params });
+  if (options.elicitationDelayMs) await new Promise((r) => setTimeout(r, options.elicitationDelayMs));
   const mode = options.elicitation || "accept";
   if (mode !== "accept") return { action: mode };
   if (params.mode === "url") return { action: "accept" };

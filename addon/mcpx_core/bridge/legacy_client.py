@@ -544,8 +544,13 @@ class LegacyClientBridge:
             ss.subscribed.remove(uri)
         detail = f"{'added to' if name == 'resources/subscribe' else 'removed from'} the subscriptions/listen filter"
         if ss.listen is not None and not ss.listen.ended:
-            ok = await ss.listen.reopen()
-            detail += "; listen re-opened" if ok else "; listen re-open failed (the old filter stays)"
+            if not await ss.listen.reopen():
+                # the open listen keeps its old filter: say so rather than promise updates that will not come
+                (ss.subscribed.remove if name == "resources/subscribe" else ss.subscribed.append)(uri)
+                ss.listen.filter = self.listen_filter(s, ss)
+                return self._local_error(exch, m, -32603, f"mcpx could not re-open the server's subscriptions/listen: {ss.listen.failure}",
+                                         "SUB-resources-subscribe")
+            detail += "; listen re-opened"
         else:
             detail += " (no GET stream open: applies when the client opens one)"
         return self._local(exch, m, {}, [Change(pointer="", action="answer-locally", rule="SUB-resources-subscribe", detail=detail)])
@@ -1059,7 +1064,8 @@ class Listen:
     async def start(self) -> bool:
         """Open the first upstream listen; True once the server acknowledged it."""
         self.filter = self.b.listen_filter(self.s, self.ss)
-        if not self.filter:
+        res = (self.s.server_caps or {}).get("resources") if isinstance(self.s.server_caps, dict) else None
+        if not self.filter and not (isinstance(res, dict) and res.get("subscribe")):
             self.failure = "the server announced no notification a GET stream could carry"
             return False
         if not await self._open():
