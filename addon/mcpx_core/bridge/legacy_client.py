@@ -83,20 +83,16 @@ LOG = "io.modelcontextprotocol/logLevel"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 #: requests whose params are PaginatedRequestParams in 2026 (schema/2026-07-28/schema.ts:1064)
 PAGINATED = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
-#: the methods an InputRequiredResult may answer (docs/specification/2026-07-28/basic/patterns/mrtr.mdx:192)
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 #: rounds of input_required mcpx answers for one request (as @modelcontextprotocol/client 2.4.0: 10 retries)
 MAX_ROUNDS = 10
-#: seconds mcpx waits for the client to answer the input requests of one round
+#: seconds mcpx waits for the client to answer the input requests of one round (a human may answer an
+#: elicitation; mcp 2.3.0 seals requestState for 600 s: tests/peers/BRIDGING.md 2.5)
 INPUT_TIMEOUT = 600.0
 #: sessions whose mutable state (log level, subscriptions, listen) is kept at most
 MAX_SESSIONS = 10000
 NOTE = "bridge legacy-client: the server speaks only 2026-07-28"
 SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform")]
 JSON_HEADERS = (("content-type", "application/json"),)
-#: client request headers mcpx sets itself (or must not forward) on the requests it sends upstream
-MANAGED = frozenset({"mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id", "content-type",
-                     "accept", "host", "content-length", "x-mcpx-stream"})
 
 
 def _ptr(*keys: str) -> str:
