@@ -39,6 +39,7 @@ Action = Literal[
     "split",  # batch split into single messages
     "answer-locally",  # proxy answered instead of forwarding
     "synthesize",  # added a field or header the receiver requires and the sender did not send
+    "bridge",  # a cross-era translation over several messages (upstream handshake, input_required, listen)
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
 ]
@@ -154,7 +155,7 @@ def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:
     counts: dict[str, int] = {}
     for c in changes:
         word = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
-                "answer-locally": "answered locally", "synthesize": "added", "keep": "kept", "passthrough": "passed through"}[c.action]
+                "answer-locally": "answered locally", "synthesize": "added", "bridge": "bridged", "keep": "kept", "passthrough": "passed through"}[c.action]
         counts[word] = counts.get(word, 0) + 1
     parts = [f"{n} {w}" for w, n in counts.items()]
     return ", ".join(parts) + (f" for {to_rev}" if to_rev else "")

@@ -41,15 +41,16 @@ class Options:
                           choices=["text", "embed"])
         loader.add_option("mcpx_keep_original", int, 1 << 20,
                           "Keep up to this many bytes of each original body on the flow for inspection (0: none).")
+        loader.add_option("mcpx_bridge", bool, True,
+                          "Bridge peers of different revisions and eras: a server that answers initialize with a newer "
+                          "revision than the client asked for, a 2026-07-28 client in front of a legacy server, legacy "
+                          "clients in front of a 2026-07-28-only server. Off: only rewrite where both legs agree.")
+        loader.add_option("mcpx_server_era", str, "auto",
+                          "Which era the server speaks: auto (learn it: a server/discover probe when the first "
+                          "2026-07-28 client comes, the answer to the first legacy initialize), legacy, 2026 or dual.",
+                          choices=["auto", "legacy", "2026", "dual"])
         loader.add_option("mcpx_pin", Sequence[str], [],
                           "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
-        loader.add_option("mcpx_bridge", bool, True,
-                          "Bridge peers of different eras (a legacy client in front of a 2026-07-28-only server, and the reverse); "
-                          "off: only rewrite where both legs speak one era.")
-        loader.add_option("mcpx_server_era", str, "auto",
-                          "Which era the server speaks: auto (learnt per origin: a legacy client's initialize, a server/discover probe), "
-                          "legacy, 2026 (2026-07-28 only: legacy clients are bridged from their first request, no probe), dual.",
-                          choices=["auto", "legacy", "2026", "dual"])
 
     def configure(self, updated: set[str]) -> None:
         st = self.state

@@ -157,7 +157,7 @@ class ClientRequests:
 
 def _edit_headers(req: http.Request, sets: dict[str, str], removes: tuple[str, ...]) -> None:
     for name in removes:
-        del req.headers[name]
+        req.headers.pop(name, None)
     for name, value in sets.items():
         req.headers[name] = value
 

@@ -15,6 +15,8 @@ from typing import Any
 from mitmproxy import http
 
 from .. import revisions, upstream
+from ..bridge.client2026 import Client2026Bridge
+from ..bridge.legacy_client import LegacyClientBridge
 from ..changes import Change, ChangeLog, flow_summary, summary_line
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
@@ -80,9 +82,8 @@ class State:
         self.sender = upstream.Sender()
         #: the cross-era bridges by name (mcpx_core/bridge), each ``async request(exch, messages,
         #: headers, upstream) -> Answer | Pass``
-        self.bridges: dict[str, Any] = {}
-        from ..bridge.legacy_client import NAME as LEGACY_CLIENT, LegacyClientBridge
-        self.bridges[LEGACY_CLIENT] = LegacyClientBridge(self)
+        self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter)}
+        self.bridges[LegacyClientBridge.name] = LegacyClientBridge(self)
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
