@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "addon"))
 
 from mcpx_core.revisions import load_json  # noqa: E402
 
-ACTIONS = "drop|rewrite|keep|drop-message|split|answer-locally|synthesize|passthrough"
+ACTIONS = "drop|rewrite|keep|drop-message|split|answer-locally|synthesize|bridge|passthrough"
 RECORD = re.compile(r"""\(\s*(['"])[^'"]*\1\s*,\s*(['"])(?:%s)\2\s*,\s*(['"])([A-Za-z][\w$-]+)\3\s*\)""" % ACTIONS)
 
 #: records whose target is reachable only when one leg is 2026-07-28 and the other legacy
@@ -37,7 +37,6 @@ BRIDGING = {
 }
 #: applicable records mcpx does not apply, with the reason
 NOT_DONE = {
-    "RPC-request-id-reuse": "mcpx mints no request ids: answers on a peer's behalf reuse the id of the request they answer",
     "SAMP-includeContext": "needs the client's sampling.context capability threaded into the rule; values are valid enum members, so no client breaks",
 }
 
