@@ -409,3 +409,26 @@ def test_failover_mid_round_trip(server, tmp_path):
     assert pl.result_text(by_id["sample"]) == pl.MRTR_EXPECTED["mrtr-sample"]
     assert pl.result_text(by_id["elicit-again"]) == pl.MRTR_EXPECTED["mrtr-elicit"]
     assert len(orphans) == 1
+
+
+def test_an_initialize_of_the_2026_era_is_not_bridged(tmp_path):
+    """An initialize that names 2026-07-28 (header and _meta: a 2026 client, or the conformance suite
+    checking the server refuses it) is forwarded: the dual server's own 404/-32601 reaches the
+    client, mcpx learns nothing from it, and a legacy client after it stays transparent."""
+    import http.client
+    from proxy_lib import Proxy
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"},
+        "_meta": {PV: "2026-07-28", CAPS: {}}}}
+    with pl.start_py_server(mrtr_tools=True) as dual, Proxy(f"http://127.0.0.1:{dual.port}", tmp_path) as px:
+        conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=20)
+        conn.request("POST", "/mcp", body=orjson.dumps(init), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "initialize"})
+        resp = conn.getresponse()
+        status, body = resp.status, orjson.loads(resp.read())
+        conn.close()
+        rep = pl.run_client("sdk-1.25.0", px.url, pl.MRTR_OPS[:1])
+    assert (status, body["error"]["code"]) == (404, -32601)
+    assert pl.result_text(rep["results"][0]) == pl.MRTR_EXPECTED["mrtr-elicit"]
+    assert not [c for c in px.changes() if c["rule"].startswith("LC-")]

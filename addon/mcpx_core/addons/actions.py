@@ -11,11 +11,11 @@ import logging
 
 from mitmproxy import http
 
-from .. import upstream
+from .. import revisions, upstream
 from ..framing import json_body
 from ..framing.sse import SSEParser
 from ..rewrite import Exchange, SSERewriter
-from ..session import SESSION_HEADER
+from ..session import SESSION_HEADER, VERSION_HEADER
 from .headers import header_fields
 from .state import State
 
@@ -39,7 +39,7 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     rid = exch.single_request_id
     from ..bridge import era
     from ..bridge.legacy_client import NAME as LEGACY_CLIENT
-    bridge = st.bridges.get(LEGACY_CLIENT) if st.rewriter.bridging else None
+    bridge = st.bridges.get(LEGACY_CLIENT) if st.rewriter.bridging and _legacy_initialize(flow, exch) else None
     if bridge is not None and st.rewriter.era.get(exch.origin).speaks_legacy is False:
         # the server is known to speak only 2026-07-28 (learnt, or mcpx_server_era=2026): no initialize goes up
         if await _bridge_initialize(st, flow, exch, bridge, None):
@@ -101,6 +101,19 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     flow.response = http.Response.make(reply.status, body, header_fields(headers))
     if body != original:
         st.keep_body(flow, "response", original)
+
+
+def _legacy_initialize(flow: http.HTTPFlow, exch: Exchange) -> bool:
+    """Whether an ``initialize`` comes from a legacy client (REVISIONS.md 2.3): not when it names a
+    revision outside the handshake era in ``MCP-Protocol-Version`` or in ``params._meta`` (a 2026-07-28
+    client, or a conformance suite, checking that the server refuses it: it is forwarded as it is,
+    and the server's refusal teaches mcpx nothing about legacy clients)."""
+    from ..session import revision_in_meta
+    header = flow.request.headers.get(VERSION_HEADER)
+    if header is not None and header.strip() not in revisions.LEGACY:
+        return False
+    named = revision_in_meta(exch.initialize)
+    return named is None or named in revisions.LEGACY
 
 
 async def _bridge_initialize(st: State, flow: http.HTTPFlow, exch: Exchange, bridge, refused: str | None) -> bool:
