@@ -72,16 +72,16 @@ class Exchange:
     late_answers: list[dict] = field(default_factory=list)
     #: mcpx wrote this flow's response itself (it is already for the client's revision)
     answered: bool = False
+    #: ... as a stream it writes over time (bridge/stream.py): mitmproxy must stream it through
+    streamed: bool = False
+    #: that stream (:class:`mcpx_core.bridge.stream.AnswerStream`): what it delivered is the flow's body
+    answer_stream: Any = None
     #: why mcpx answered this flow itself (a bridge), shown in the views and the flow's comment
     answered_by: str | None = None
-    #: a bridge streams this flow's answer from mcpx's stream endpoint (:mod:`mcpx_core.bridge.stream`)
-    bridge_outlet: Any = None
     #: the disposition decided from the headers alone (a request body mitmproxy streams)
     early: Disposition | None = None
     #: request ids mcpx gave the server (RPC-request-id-reuse) -> the client's own, put back on the answer
     id_map: dict = field(default_factory=dict)
-    #: a bridge's listen stream served from another upstream stream (bridge/client2026.py Listen)
-    listen: Any = None
     #: the record of a pinned initialize result, logged with that message's other changes
     pin_change: Change | None = None
     changes: list[Change] = field(default_factory=list)
@@ -192,8 +192,8 @@ class Rewriter:
             case Named(revision=rev):
                 if rev == revisions.LATEST and self.bridging and exch.origin:
                     verdict = self.era.get(exch.origin)
-                    if verdict.speaks_2026 is None:
-                        return NeedEra(exch.origin)
+                    if verdict.speaks_2026 is None and live:
+                        return NeedEra(exch.origin)  # (offline replay: nothing to ask; the request goes as recorded)
                     if verdict.speaks_2026 is False:
                         return Bridge("client2026")  # a 2026-07-28 client in front of a legacy server
                 exch.session = self.tracker.named_session(rev)
@@ -550,9 +550,9 @@ class Rewriter:
         if ev.payload is None:
             return ev.raw
         if ev.blank():
-            if revisions.is_known(to_rev) and revisions.older(to_rev, "2025-11-25"):
+            if revisions.is_known(to_rev) and to_rev != "2025-11-25":  # the only revision with priming events
                 self._emit(exch, [Change(pointer="", action="drop-message", rule=PRIMING_RULE, before=summ_event(ev),
-                                         detail="empty-data (priming) event not forwarded to a client older than 2025-11-25")],
+                                         detail="empty-data (priming) event: only 2025-11-25 clients get it")],
                            "s2c", None, None, from_rev, to_rev)
                 return ev.with_data([])
             return ev.raw

@@ -11,7 +11,6 @@ the capability, a resources/subscribe followed by an update.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -34,11 +33,7 @@ TIMES: dict[str, float] = {}
 
 @pytest.fixture(scope="module")
 def server():
-    missing = pl.peers_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}; run scripts/setup_peers.sh")
-        pytest.skip(f"test peers missing: {missing}")
+    pl.require(pl.peers_missing())
     with pl.start_py_server(only_2026=True) as srv:
         yield srv
     if TIMES:
@@ -252,7 +247,7 @@ def test_subscribe_then_update_exact(server, tmp_path):
     assert run.records(sub) == [("", "answer-locally", "SUB-resources-subscribe")]
     assert not [m for leg in run.server_leg for m in leg.sent if m.get("method") == "resources/subscribe"]
     # the GET stream and the listens behind it: the first one (list kinds only), then the re-opened one
-    get = next(leg for leg in run.client_leg if leg.flow.request.method == "GET")
+    get = next(leg for leg in run.client_leg if "GET stream" in ((leg.flow.metadata.get("mcpx") or {}).get("answered_by") or ""))
     listens = run.for_flow(get) + run.for_flow(sub)
     envelope = {PV: "2026-07-28", CAPS: {"sampling": {}, "elicitation": {}, "roots": {}}, INFO: {"name": "mcpx-py-client", "version": "1.12.4"}}
     kinds = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
@@ -336,8 +331,7 @@ def test_behind_hashed_replicas(server, tmp_path):
     """Three replicas behind HAProxy hashing on Mcp-Session-Id: the whole bridged scenario passes
     (initialize on one replica, the rest of the session wherever the hash puts it)."""
     from replicas_lib import Replicas, haproxy_missing
-    if haproxy_missing():
-        pytest.skip("haproxy missing")
+    pl.require(["haproxy (Debian package)"] if haproxy_missing() else [])
     client = "sdk-1.25.0"
     run = run_bridged(client, server, tmp_path, proxy=lambda up, wd: Replicas(up, wd, n=3, balance="hash"))
     failed = [(e["id"], e.get("error")) for e in run.report["results"] if not e["ok"]]
@@ -350,8 +344,7 @@ def test_failover_between_round_trips(server, tmp_path):
     """The replica serving a bridged session is killed between two calls: the client goes on with
     another replica (the session lives in its token); at most the call in flight fails."""
     from replicas_lib import Replicas, haproxy_missing
-    if haproxy_missing():
-        pytest.skip("haproxy missing")
+    pl.require(["haproxy (Debian package)"] if haproxy_missing() else [])
     client = "sdk-1.25.0"
     ops = pl.MRTR_OPS
     half = tmp_path / "half"
@@ -383,8 +376,7 @@ def test_failover_mid_round_trip(server, tmp_path):
     call fails (the stream it waited on is gone), its answer reaches a survivor that knows no such
     question (dropped, with a record), and the client's next calls work through the survivor."""
     from replicas_lib import Replicas, haproxy_missing
-    if haproxy_missing():
-        pytest.skip("haproxy missing")
+    pl.require(["haproxy (Debian package)"] if haproxy_missing() else [])
     plan = [{"id": "tools", "op": "listTools"},
             {"id": "elicit", "op": "callTool", "name": "mrtr_elicit", "arguments": {}, "timeoutMs": 8000},
             {"id": "sample", "op": "callTool", "name": "mrtr_sample", "arguments": {"topic": "x"}},

@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -28,11 +27,7 @@ pytestmark = pytest.mark.peers
 
 @pytest.fixture(scope="module")
 def servers():
-    missing = pl.peers_missing() + (["haproxy (Debian package)"] if haproxy_missing() else [])
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"missing: {missing}; run scripts/setup.sh")
-        pytest.skip(f"missing: {missing}")
+    pl.require(pl.peers_missing() + (["haproxy (Debian package)"] if haproxy_missing() else []))
     with pl.start_everything_server() as ev, pl.start_py_server() as py:
         yield {"everything": ev, "py": py}
 

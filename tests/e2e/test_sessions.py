@@ -27,11 +27,7 @@ CASES = [("sdk-1.10.2", "everything"), ("mcp-1.8.1", "py")]
 
 @pytest.fixture(scope="module")
 def servers():
-    missing = pl.peers_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}")
-        pytest.skip(f"test peers missing: {missing}")
+    pl.require(pl.peers_missing())
     with pl.start_everything_server() as ev, pl.start_py_server() as py:
         yield {"everything": ev, "py": py}
 

@@ -22,7 +22,6 @@ session id (mcpx mints one even where the server keeps none).
 """
 from __future__ import annotations
 
-import os
 import concurrent.futures
 import json
 
@@ -37,14 +36,6 @@ WEATHER = {"op": "callTool", "name": "weather", "arguments": {"city": "Oslo"}}
 STRUCTURED = {"city": "Oslo", "temperature": 21.5, "conditions": "sunny"}
 
 pytestmark = pytest.mark.peers
-
-
-def _need_peers() -> None:
-    missing = pl.peers_missing() + pl.tp_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}; run scripts/setup_peers.sh")
-        pytest.skip(f"test peers missing: {missing}; run scripts/setup_peers.sh")
 
 
 def _sender(flow) -> str | None:
@@ -63,7 +54,7 @@ def _sender(flow) -> str | None:
 
 @pytest.fixture
 def peers():
-    _need_peers()
+    pl.require(pl.peers_missing() + pl.tp_missing())
 
 
 def test_two_clients_one_host_stateless_json(peers, tmp_path):

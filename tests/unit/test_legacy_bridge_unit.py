@@ -9,9 +9,9 @@ from collections import deque
 import orjson
 import pytest
 
-from mcpx_core.bridge import Answer, Pass, Reply
+from mcpx_core.bridge import Answer, Reply, Streamed
 from mcpx_core.bridge.legacy_client import LegacyClientBridge
-from mcpx_core.bridge.stream import Outlet, StreamEndpoint
+from mcpx_core.bridge.stream import PATH, AnswerStream, AnswerStreams
 from mcpx_core.rewrite import Exchange, Rewriter
 from mcpx_core.rules.headers import encode_header_value, upgrade_headers, x_mcp_header_map
 from mcpx_core.session import Session, SessionTracker
@@ -65,6 +65,7 @@ class State:
         self.keep_original = 1 << 20
         self.closed: deque = deque()
         self.records: list = []
+        self.answers = AnswerStreams()
         self.rewriter.on_changes = lambda exch, changes: self.records.extend(changes)
 
 
@@ -282,7 +283,7 @@ def test_cancelled_notification_aborts_the_upstream_exchange():
     assert [c.key() for c in st.records] == [("", "drop-message", "TR-cancel-by-stream-close")]
 
 
-async def _events(outlet: Outlet, n: int) -> list[dict]:
+async def _events(outlet: AnswerStream, n: int) -> list[dict]:
     out = []
     while len(out) < n:
         chunk = await asyncio.wait_for(outlet.queue.get(), 5)
@@ -305,13 +306,13 @@ def test_url_elicitation_gets_an_elicitation_id_for_a_2025_11_25_client():
 
     async def go():
         out = await b.request(_exch(s), "POST", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}', {}, up)
-        [req] = await _events(out.outlet, 1)
+        [req] = await _events(out.stream, 1)
         await b.request(_exch(s), "POST", orjson.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept"}}), {}, Upstream())
-        rest = await _events(out.outlet, 1)
+        rest = await _events(out.stream, 1)
         return out, req, rest
 
     out, req, rest = _run(go())
-    assert isinstance(out, Pass) and out.redirect[0] == "127.0.0.1"
+    assert isinstance(out, Streamed)
     eid = req["params"]["elicitationId"]
     assert req == {"jsonrpc": "2.0", "id": req["id"], "method": "elicitation/create",
                    "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/x", "elicitationId": eid}}
@@ -359,13 +360,13 @@ def test_get_stream_relays_the_listen_and_consumes_its_end():
 
     async def go():
         out = await b.request(_exch(s), "GET", None, {"Accept": "text/event-stream"}, up)
-        events = await _events(out.outlet, 1)
+        events = await _events(out.stream, 1)
         await asyncio.sleep(0.05)
         b.closing()
         return out, events
 
     out, events = _run(go())
-    assert isinstance(out, Pass) and out.outlet is not None
+    assert isinstance(out, Streamed) and out.stream is not None
     assert up.sent[0][0]["params"]["notifications"] == {"promptsListChanged": True}
     assert events == [{"jsonrpc": "2.0", "method": "notifications/prompts/list_changed", "params": {"_meta": {}}}]
     assert [c.key() for c in st.records] == [
@@ -374,62 +375,51 @@ def test_get_stream_relays_the_listen_and_consumes_its_end():
         ("", "drop-message", "SUB-listen-result")]
 
 
-# -- the stream endpoint -----------------------------------------------------------------------------
+# -- the answer endpoint (bridge/stream.py): what the legacy-client bridge adds to it ----------------
 async def _fetch(port: int, token: str) -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"POST /mcp HTTP/1.1\r\nhost: x\r\nx-mcpx-stream: {token}\r\ncontent-length: 2\r\n\r\n{{}}".encode())
+    writer.write(f"GET {PATH}{token} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
     await writer.drain()
     data = await reader.read()
     writer.close()
     return data
 
 
-def test_stream_endpoint_streams_what_the_outlet_gets():
+def test_answer_stream_keeps_what_it_delivered_and_says_who_ended_it():
     async def go():
-        ep = StreamEndpoint()
-        _, port = await ep.start()
-        o = ep.register(Outlet())
-        o.start(200, [("content-type", "text/event-stream")])
-        task = asyncio.ensure_future(_fetch(port, o.token))
+        answers = AnswerStreams()
+        await answers.ensure()
+        ended = []
+        s = answers.make(on_close=lambda: _note(ended, s.finished), keep=30)
+        task = asyncio.ensure_future(_fetch(answers.port, s.token))
         await asyncio.sleep(0.05)
-        o.write(b"event: message\ndata: {}\n\n")
+        s.put(b"event: message\ndata: {}\n\n")
         await asyncio.sleep(0.05)
-        o.write(b"data: 2\n\n")
-        o.close()
+        s.put(b"data: 2\n\n")
+        s.close()
         got = await task
-        unknown = await _fetch(port, "nope")
-        ep.stop()
-        return got, unknown, o.delivered
-
-    got, unknown, delivered = _run(go())
-    head, body = got.split(b"\r\n\r\n", 1)
-    assert head.split(b"\r\n")[0] == b"HTTP/1.1 200 OK" and b"transfer-encoding: chunked" in head
-    assert body == b"19\r\nevent: message\ndata: {}\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n"
-    assert delivered == b"event: message\ndata: {}\n\ndata: 2\n\n"
-    assert unknown.startswith(b"HTTP/1.1 404")
-
-
-def test_stream_endpoint_tells_the_producer_when_the_client_is_gone():
-    async def go():
-        ep = StreamEndpoint()
-        _, port = await ep.start()
-        o = ep.register(Outlet())
-        gone = []
-        o.on_gone = lambda: gone.append(1)
-        o.start(200, [("content-type", "text/event-stream")])
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(f"GET /mcp HTTP/1.1\r\nx-mcpx-stream: {o.token}\r\n\r\n".encode())
+        await asyncio.sleep(0.05)
+        gone = answers.make(on_close=lambda: _note(ended, gone.finished))
+        reader, writer = await asyncio.open_connection("127.0.0.1", answers.port)
+        writer.write(f"GET {PATH}{gone.token} HTTP/1.1\r\n\r\n".encode())
         await writer.drain()
         await reader.readuntil(b"\r\n\r\n")
         writer.close()
         for _ in range(50):
-            if gone:
+            if len(ended) == 2:
                 break
             await asyncio.sleep(0.02)
-        ep.stop()
-        return gone
+        answers.stop()
+        return got, s.delivered, ended
 
-    assert _run(go()) == [1]
+    got, delivered, ended = _run(go())
+    assert got.split(b"\r\n\r\n", 1)[1] == b"19\r\nevent: message\ndata: {}\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n"
+    assert delivered == b"event: message\ndata: {}\n\ndata:"  # the first 30 bytes
+    assert ended == [True, False]  # ended by the bridge; then by the client going away
+
+
+async def _note(out: list, value) -> None:
+    out.append(value)
 
 
 @pytest.mark.parametrize("accept,expected", [("application/json, text/event-stream", True), ("application/json", False), (None, True)])

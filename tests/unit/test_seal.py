@@ -52,7 +52,7 @@ def test_large_capabilities_stay_within_the_bound():
     (lambda t: t[:50] + ("A" if t[50] != "A" else "B") + t[51:], "does not open with any session key"),  # tampered
     (lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"), "session id"),  # tampered last character (also its unused bits)
     (lambda t: t[:6 + 4 * 20], "does not open with any session key"),  # truncated at a 4-character boundary
-    (lambda t: t[:61], "session id is not base64url"),  # truncated elsewhere: not even base64url
+    (lambda t: t[:6 + 4 * 10 + 1], "session id is not base64url"),  # truncated elsewhere: not even base64url
     (lambda t: t[:6 + 4 * 5], "truncated"),
     (lambda t: "mcpx1.!!!!", "not base64url"),
     (lambda t: "8077ad25-7c10-4136-96f3-ac7ad6931059", "not a session id mcpx issued"),

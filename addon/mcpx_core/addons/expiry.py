@@ -43,3 +43,4 @@ class Expiry:
                 closing()  # end the streams bridges keep open (listen streams, stream endpoint)
         if self.state.log_file:
             self.state.log_file.close()
+        self.state.answers.stop()

@@ -8,7 +8,7 @@ from mitmproxy import http
 
 from .. import upstream
 from ..framing import json_body
-from ..bridge import Answer, Pass
+from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
 from .actions import learn_era, mint_session, split_batch
 from .headers import header_fields, header_map, media_type
@@ -130,20 +130,20 @@ class ClientRequests:
                     st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")
                     flow.request.content = sent
                 flow.response = http.Response.make(status, payload, header_fields(headers))
-            case Pass(body=new, method=m, set=sets, remove=removes, redirect=to, outlet=outlet, note=note):
+            case Streamed(stream=stream, note=note):
+                exch.answered = exch.streamed = True
+                exch.answer_stream = stream
+                exch.answered_by = note or "a stream the bridge writes"
+                st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")  # the client's request
+                st.answers.route(flow, stream)
+                flow.comment = f"mcpx: answered by mcpx ({exch.answered_by})"
+            case Pass(body=new, method=m, set=sets, remove=removes):
                 _edit_headers(flow.request, sets, removes)
                 if m is not None:
                     flow.request.method = m
                 if new is not None:
                     st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")
                     flow.request.content = new
-                if to is not None:
-                    # the answer is streamed by mcpx (bridge/stream.py): the flow goes to its loopback endpoint
-                    exch.answered = True
-                    exch.answered_by = note
-                    exch.bridge_outlet = outlet
-                    flow.request.scheme, flow.request.host, flow.request.port = "http", to[0], to[1]
-                    flow.metadata.setdefault("mcpx", {})["streamed_by"] = f"mcpx bridge stream endpoint {to[0]}:{to[1]}"
 
     def _oversize(self, flow: http.HTTPFlow, exch) -> None:
         """The passthrough record of a request body above ``mcpx_max_body`` (MCP traffic only)."""

@@ -30,8 +30,8 @@ class ServerResponses:
             st.sender.responseheaders(flow)
             return
         exch = st.exchanges.get(flow.id)
-        if exch is not None and exch.bridge_outlet is not None and flow.response is not None:
-            flow.response.stream = True  # mcpx's stream endpoint: already for the client's revision, as it comes
+        if exch is not None and exch.streamed and flow.response is not None:
+            flow.response.stream = True  # a stream mcpx writes (bridge/stream.py): through as it comes
             return
         if exch is None or not exch.is_mcp or flow.response is None or exch.answered:
             return
@@ -45,13 +45,6 @@ class ServerResponses:
         if not flow.live:  # offline replay: nothing streams, the response hook rewrites the whole
             return  # (decoded) body and keeps its Content-Encoding
         hv, _ = header_map(flow.response)
-        if exch.listen is not None and media_type(hv) == "text/event-stream":
-            # a bridge serves a 2026-07-28 listen from the upstream session's GET stream
-            from ..bridge.client2026 import ListenStream
-            listen = exch.listen
-            flow.response.stream = ListenStream(listen, lambda changes: st.rewriter.record(
-                exch, changes, "s2c", listen.server_rev, "2026-07-28"))
-            return
         if media_type(hv) != "text/event-stream":
             size = hv.get("content-length")
             if size and size.isdigit() and int(size) > st.max_body:
@@ -93,14 +86,17 @@ class ServerResponses:
     def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
         st = self.state
         resp = flow.response
-        if exch.bridge_outlet is not None:  # streamed from mcpx's endpoint: keep what was delivered for the views
+        if exch.answer_stream is not None:  # a stream mcpx wrote: what it delivered is the flow's body (views, -w)
             if resp.raw_content in (None, b""):
-                resp.content = exch.bridge_outlet.delivered
+                resp.content = exch.answer_stream.delivered
             return
         if exch.answered:
             return  # mcpx wrote this response itself, already for the client's revision
         if exch.initialize is not None:
             st.rewriter.session_learned(exch, resp.headers.get(SESSION_HEADER))
+        if resp.status_code == 404 and exch.session is not None and exch.session.bridge in st.bridges \
+                and hasattr(st.bridges[exch.session.bridge], "forget_session"):
+            st.bridges[exch.session.bridge].forget_session(exch.session)  # the server lost a bridge's upstream session
         if flow.request.method == "DELETE" and 200 <= resp.status_code < 300:
             if exch.session is not None and not exch.session.key.startswith("("):
                 st.closed.append(exch.session)
@@ -140,7 +136,5 @@ class ServerResponses:
         if upstream.is_own(flow):
             return
         exch, _ = st.forget(flow)
-        if exch is not None and exch.bridge_outlet is not None:
-            exch.bridge_outlet.lost()  # the client went away mid-answer
         if exch is not None and exch.is_mcp:
             st.annotate(flow, exch)

@@ -17,6 +17,7 @@ from mitmproxy import http
 from .. import revisions, upstream
 from ..bridge.client2026 import Client2026Bridge
 from ..bridge.legacy_client import LegacyClientBridge
+from ..bridge.stream import AnswerStreams
 from ..changes import Change, ChangeLog, flow_summary, summary_line
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
@@ -68,7 +69,10 @@ class FlowUpstream:
             for k, v in self._copied.items():
                 out.setdefault(k, v)
         r = await self.sender.send(self.flow, method, body, out, purpose, timeout=timeout, on_chunk=on_chunk, stop=stop, url=self.url)
-        return Reply(r.status, r.headers, r.body)
+        return Reply(r.status, r.headers, r.body, r.flow.id)
+
+    def abort(self, flow_id: str) -> None:
+        self.sender.abort(flow_id)
 
 CLOSED_KEPT = 1000  # ended sessions kept for the mcpx.sessions / mcpx.report commands
 
@@ -82,7 +86,9 @@ class State:
         self.sender = upstream.Sender()
         #: the cross-era bridges by name (mcpx_core/bridge), each ``async request(exch, messages,
         #: headers, upstream) -> Answer | Pass``
-        self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter)}
+        #: streams mcpx writes to clients over time (bridge/stream.py)
+        self.answers = AnswerStreams()
+        self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter, self.answers)}
         self.bridges[LegacyClientBridge.name] = LegacyClientBridge(self)
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}

@@ -10,12 +10,12 @@ revision-delta.json). Modules:
 - :mod:`.era`: which era an upstream speaks (a ``server/discover`` probe, cached per origin);
 - :mod:`.client2026`: a 2026-07-28 client in front of a legacy server;
 - :mod:`.legacy_client`: legacy clients in front of a 2026-07-28-only server;
-- :mod:`.stream`: a loopback HTTP endpoint that streams an answer a bridge produces over time
-  (server->client requests, then the final result) to a client flow redirected to it.
+- :mod:`.stream`: answers mcpx writes to a client over time (a loopback endpoint the flow is routed to).
 
 A bridge never touches HTTP itself: it sends through an :class:`Upstream` (the addon's adapter of
 :class:`mcpx_core.upstream.Sender` for one flow: mitmproxy's own connections) and returns what the
-client's flow gets (:class:`Answer`) or how it goes on (:class:`Pass`).
+client's flow gets (:class:`Answer`, or :class:`Streamed`: a stream mcpx writes over time, see
+:mod:`.stream`) or how it goes on (:class:`Pass`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ from typing import Any, Protocol
 
 @dataclass
 class Reply:
-    """An upstream answer: ``status``, ``headers`` (lower-case names), ``body`` (bytes)."""
+    """An upstream answer: ``status``, ``headers`` (lower-case names), ``body`` (bytes), and the id of
+    mcpx's flow that carried it (for :meth:`Upstream.abort`)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
+    flow_id: str = ""
 
 
 class Upstream(Protocol):
@@ -44,6 +46,9 @@ class Upstream(Protocol):
 
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
                    on_chunk: Callable[[bytes], None] | None = None, stop: Any = None, timeout: float = 600.0) -> Reply: ...
+
+    def abort(self, flow_id: str) -> None:
+        """End a request sent with :meth:`send` that still runs."""
 
 
 @dataclass
@@ -61,6 +66,15 @@ class Answer:
 
 
 @dataclass
+class Streamed:
+    """The client's flow is answered by mcpx with a stream it writes over time (:mod:`.stream`);
+    ``note``: why (as :attr:`Answer.note`)."""
+
+    stream: Any
+    note: str | None = None
+
+
+@dataclass
 class Pass:
     """The client's flow goes on to the server with these edits: ``body`` (None: unchanged),
     ``method`` (None: unchanged), header ``set``/``remove``; its answer is rewritten as usual."""
@@ -69,8 +83,3 @@ class Pass:
     method: str | None = None
     set: dict[str, str] = field(default_factory=dict)
     remove: tuple[str, ...] = ()
-    #: send the flow to this loopback ``(host, port)`` instead of the server (:mod:`.stream`): the
-    #: answer is streamed by mcpx from ``outlet`` (an :class:`.stream.Outlet`), not rewritten again
-    redirect: tuple[str, int] | None = None
-    outlet: Any = None
-    note: str | None = None

@@ -53,11 +53,11 @@ import orjson
 
 from .. import revisions
 from ..changes import Change
-from ..downgrade import classify, downgrade
+from ..downgrade import classify, downgrade, downgrade_params
 from ..framing import json_body
-from ..framing.sse import SSEParser
+from ..framing.sse import SSEParser, json_values
 from ..session import Session
-from . import Answer, Pass, Reply, Upstream
+from . import Answer, Pass, Reply, Streamed, Upstream
 from .era import first_response
 
 logger = logging.getLogger("mcpx")
@@ -84,7 +84,10 @@ class Upstream2026Session:
 
     session: Session
     instructions: str | None = None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: listen streams open on its GET stream
+    listening: int = 0
+    #: the log level last set on it (logging/setLevel)
+    log_level: str | None = None
 
 
 @dataclass
@@ -96,6 +99,10 @@ class Held:
     method: str
     #: the id mcpx gave the upstream call
     call_id: str = ""
+    #: the logLevel the client's request asked for (notifications/message below it are not delivered)
+    log_level: str | None = None
+    #: a URL elicitation round: the retry sends the original request again (nothing is held upstream)
+    replay: bool = False
     #: key -> (upstream request id, method) of the server requests waiting for the client's answers
     waiting: dict[str, tuple[Any, str]] = field(default_factory=dict)
     #: messages (dicts) the upstream stream delivered that nobody took yet
@@ -110,13 +117,15 @@ class Client2026Bridge:
 
     name = NAME
 
-    def __init__(self, rewriter):
+    def __init__(self, rewriter, answers):
         self.rw = rewriter
+        self.answers = answers  # bridge/stream.py AnswerStreams: listen streams mcpx writes
         self.sessions: dict[tuple, Upstream2026Session] = {}
         self.held: dict[str, Held] = {}
+        self._tasks: set[asyncio.Task] = set()
 
     # -- entry --------------------------------------------------------------------------------
-    async def request(self, exch, method: str, body: bytes | None, headers: dict[str, str], upstream: Upstream) -> Answer | Pass:
+    async def request(self, exch, method: str, body: bytes | None, headers: dict[str, str], upstream: Upstream) -> Answer | Pass | Streamed:
         msg = _single(body)
         if msg is None:
             return Pass()  # not one JSON-RPC message: as it is (the server answers it)
@@ -124,7 +133,13 @@ class Client2026Bridge:
         m = msg.get("method")
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        up = await self._upstream_session(exch, meta, upstream)
+        refusal = self._check(exch, msg, kind, meta, headers)
+        if refusal is not None:
+            return refusal
+        try:
+            up = await self._upstream_session(exch, meta, upstream)
+        except Refused as r:  # the server's own refusal (e.g. 403 for a foreign Origin): the client gets it
+            return Answer(r.reply.status, r.reply.body, (("content-type", r.reply.headers.get("content-type", "application/json")),))
         exch.session = up.session
         self._expire()
         if kind == "notification":
@@ -147,14 +162,17 @@ class Client2026Bridge:
             if isinstance(state, str) and state.startswith(STATE_PREFIX):
                 return await self._retry(exch, msg, params, state, upstream)
             return await self._call(exch, msg, up, upstream)
+        await self._log_level(exch, msg, up, upstream)
         return self._pass(exch, msg, body, headers, up)
 
     # -- the upstream session -------------------------------------------------------------------
-    async def _upstream_session(self, exch, meta: dict, upstream: Upstream) -> Upstream2026Session:
+    async def _upstream_session(self, exch, meta: dict, upstream: Upstream, shared: bool = True) -> Upstream2026Session:
+        """The upstream session of the client identity of ``meta`` (made on first use); ``shared``
+        False: a new one, not kept for other requests (a second listen stream)."""
         info = meta.get("io.modelcontextprotocol/clientInfo") if isinstance(meta.get("io.modelcontextprotocol/clientInfo"), dict) else None
         caps = meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict) else {}
         key = (exch.origin, orjson.dumps(info, option=orjson.OPT_SORT_KEYS), orjson.dumps(caps, option=orjson.OPT_SORT_KEYS))
-        up = self.sessions.get(key)
+        up = self.sessions.get(key) if shared else None
         if up is not None:
             return up
         init = {"jsonrpc": "2.0", "id": _mint(), "method": "initialize", "params": {
@@ -167,20 +185,79 @@ class Client2026Bridge:
         answer = first_response(reply.headers.get("content-type", ""), reply.body)
         result = answer.get("result") if isinstance(answer, dict) else None
         if not isinstance(result, dict) or not revisions.is_known(result.get("protocolVersion")):
-            raise RuntimeError(f"the server did not accept initialize (HTTP {reply.status})")
+            self.rw.passthrough(exch, "c2s", f"the server refused the initialize mcpx sent for a 2026-07-28 client (HTTP {reply.status}): "
+                                             "its answer goes to the client")
+            raise Refused(reply)
         s = Session(f"(2026 client -> {result['protocolVersion']})", client_rev=LATEST, server_rev=result["protocolVersion"],
                     requested_rev=NEWEST_LEGACY, client_info=info, client_caps=caps, server_info=result.get("serverInfo"),
                     server_caps=result.get("capabilities"), upstream_id=reply.headers.get("mcp-session-id"), bridge=NAME)
         up = Upstream2026Session(s, result.get("instructions") if isinstance(result.get("instructions"), str) else None)
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         await upstream.send(json_body.dumps(note), self._headers(up), "notifications/initialized, for a 2026-07-28 client", timeout=30)
-        self.sessions[key] = up
+        if shared:
+            self.sessions[key] = up
         self.rw.record(exch, [Change(pointer="", action="bridge", rule="LC-initialize",
                                      before=f"2026-07-28 client {(info or {}).get('name', '?')}",
                                      after=f"upstream session at {s.server_rev}",
                                      detail="initialize and notifications/initialized sent upstream for a 2026-07-28 client")]
                        + out.changes, "c2s", LATEST, s.server_rev)
         return up
+
+    # -- what a 2026-07-28 server checks first ---------------------------------------------------
+    def _check(self, exch, msg: dict, kind: str, meta: dict, headers: dict[str, str]) -> Answer | None:
+        """mcpx stands for a 2026-07-28 server: it checks the request as one must before anything
+        else (docs/specification/2026-07-28/basic/transports/streamable-http.mdx:257-290, basic/index.mdx:375):
+        ``params._meta`` carries protocolVersion and clientCapabilities (else 400, -32602); the
+        ``MCP-Protocol-Version``, ``Mcp-Method`` and (tools/call, prompts/get: ``params.name``;
+        resources/read: ``params.uri``) ``Mcp-Name`` headers equal the body (else 400, -32020
+        HeaderMismatchError, schema/2026-07-28/schema.ts:463; header names case-insensitive, values
+        trimmed, ``=?base64?...?=`` decoded); a method 2026-07-28 lacks is 404, -32601."""
+        if kind not in ("request", "notification"):
+            return None
+        h = {k.lower(): v.strip() for k, v in headers.items()}
+        rid = msg.get("id")
+        method = msg.get("method")
+
+        def refuse(status: int, code: int, message: str, rule: str, data: dict | None = None) -> Answer:
+            self.rw.record(exch, [Change(pointer="", action="answer-locally", rule=rule,
+                                         detail=f"refused as a 2026-07-28 server does: HTTP {status}, {code} {message}")],
+                           "c2s", LATEST, None)
+            err = {"code": code, "message": message, **({"data": data} if data else {})}
+            return Answer(status, json_body.dumps({"jsonrpc": "2.0", "id": rid, "error": err}))
+
+        if not isinstance(meta.get("io.modelcontextprotocol/protocolVersion"), str) \
+                or not isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict):
+            return refuse(400, -32602, "params._meta must carry io.modelcontextprotocol/protocolVersion and "
+                          "io.modelcontextprotocol/clientCapabilities", "META-protocolVersion")
+        version = meta["io.modelcontextprotocol/protocolVersion"]
+        if h.get("mcp-protocol-version") != version:
+            return refuse(400, -32020, "MCP-Protocol-Version header does not match params._meta protocolVersion", "TR-protocol-version-header")
+        if version != LATEST:
+            return refuse(400, -32022, f"Unsupported protocol version: {version}", "LC-unsupported-version",
+                          {"supported": [LATEST], "requested": version})
+        if kind == "request":
+            if h.get("mcp-method") != method:
+                return refuse(400, -32020, "Mcp-Method header does not match the request's method", "TR-mcp-method-name")
+            named = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method or "")
+            if named is not None and _header_value(h.get("mcp-name")) != (msg.get("params") or {}).get(named):
+                return refuse(400, -32020, f"Mcp-Name header does not match params.{named}", "TR-mcp-method-name")
+            model = revisions.model(LATEST)
+            if method not in model.client_requests:
+                return refuse(404, -32601, f"Method not found: {method}", "TR-unknown-method-404")
+            params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+            responses = params.get("inputResponses", {})
+            if method in MRTR_METHODS and (not isinstance(responses, dict) or not all(isinstance(v, dict) for v in responses.values())
+                                           or ("requestState" in params and not isinstance(params["requestState"], str))):
+                # schema/2026-07-28/schema.ts:600 (InputResponses: an object), :567 (requestState: a string)
+                return refuse(400, -32602, "Invalid params: inputResponses must be an object of results, requestState a string",
+                              "MRTR-input-responses")
+        return None
+
+    def forget_session(self, session: Session) -> None:
+        """Drop the upstream session whose :class:`Session` is ``session`` (the server answered 404
+        for it): the next request of that client makes a new one."""
+        for k in [k for k, up in self.sessions.items() if up.session is session]:
+            del self.sessions[k]
 
     @staticmethod
     def _headers(up: Upstream2026Session) -> dict[str, str]:
@@ -208,6 +285,20 @@ class Client2026Bridge:
         return Answer(200, self.rw.write(exch, "s2c", out.message or answer))
 
     # -- requests forwarded as they are -------------------------------------------------------
+    async def _log_level(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream) -> None:
+        """META-logLevel: the level a request asks for, set on the upstream session first when it differs
+        from the level last set there (logging/setLevel, only if the server declared logging;
+        docs/specification/2026-07-28/server/utilities/logging.mdx:63)."""
+        level = _meta_of(msg).get("io.modelcontextprotocol/logLevel")
+        if not isinstance(level, str) or level == up.log_level or not isinstance((up.session.server_caps or {}).get("logging"), dict):
+            return
+        req = {"jsonrpc": "2.0", "id": _mint(), "method": "logging/setLevel", "params": {"level": level}}
+        await upstream.send(json_body.dumps(req), self._headers(up), f"logging/setLevel {level}, for a 2026-07-28 request's logLevel", timeout=30)
+        up.log_level = level
+        self.rw.record(exch, [Change(pointer="/params/_meta/io.modelcontextprotocol~1logLevel", action="rewrite", rule="META-logLevel",
+                                     before=level, after=f"logging/setLevel {level} on the upstream session")],
+                       "c2s", LATEST, up.session.server_rev)
+
     def _pass(self, exch, msg: dict, body: bytes, headers: dict[str, str], up: Upstream2026Session) -> Pass:
         """The client's flow goes on to the upstream session: the message walked to the server's
         revision (``_meta`` envelope keys dropped: META-*), an id of mcpx's own, the session's headers."""
@@ -223,24 +314,19 @@ class Client2026Bridge:
         return Pass(body=new, set=sets, remove=removes)
 
     # -- calls that may need client input -------------------------------------------------------
-    async def _call(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream) -> Answer:
+    async def _call(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream, again: bool = True) -> Answer:
         rid, method = msg.get("id"), msg.get("method")
         minted = _mint()
-        held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted)
+        held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted,
+                    log_level=_meta_of(msg).get("io.modelcontextprotocol/logLevel"))
+        await self._log_level(exch, msg, up, upstream)
         out_msg = dict(msg, id=minted)
         body = self.rw.c2s_message(exch, out_msg, None) or json_body.dumps(out_msg)
         parser = SSEParser()
         first: asyncio.Future = asyncio.get_running_loop().create_future()
 
         def on_chunk(chunk: bytes) -> None:
-            events = parser.feed(chunk) if chunk else parser.close()[0]
-            for ev in events:
-                if ev.payload is None or ev.blank():
-                    continue
-                try:
-                    value = orjson.loads(ev.payload)
-                except orjson.JSONDecodeError:
-                    continue
+            for value in json_values(parser.feed(chunk) if chunk else parser.close()[0]):
                 for m in value if isinstance(value, list) else [value]:
                     held.queue.put_nowait(m)
             if chunk == b"":
@@ -249,9 +335,13 @@ class Client2026Bridge:
             if not first.done():
                 first.set_result(True)
 
-        task = asyncio.get_running_loop().create_task(upstream.send(
-            body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)", on_chunk=on_chunk, stop=first))
-        reply = await task
+        reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
+                                    on_chunk=on_chunk, stop=first)
+        if reply.status == 404 and up.session.upstream_id and again:
+            # the server no longer knows the upstream session (restarted, expired): a new one, and once more
+            self.forget_session(up.session)
+            fresh = await self._upstream_session(exch, _meta_of(msg), upstream)
+            return await self._call(exch, msg, fresh, upstream, again=False)
         if not reply.headers.get("content-type", "").startswith("text/event-stream"):
             # a JSON answer (or an HTTP error): nothing can be held
             held.done = True
@@ -276,6 +366,8 @@ class Client2026Bridge:
             if m is None:
                 break
             kind = classify(m)
+            if kind == "error" and m.get("id") == minted and (m.get("error") or {}).get("code") == -32042:
+                return self._url_elicitations(exch, rid, m, held)
             if kind in ("result", "error") and m.get("id") == minted:
                 self.held.pop(held.handle, None)
                 m["id"] = rid
@@ -298,9 +390,21 @@ class Client2026Bridge:
                     if held.queue.empty():
                         break  # answer what arrived together, then ask
                     continue
-                await self._answer_upstream(exch, held, m.get("id"), {} if m.get("method") == "ping" else None, m.get("method"), upstream)
+                ping = m.get("method") == "ping"
+                self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="LC-ping" if ping else "MRTR-server-requests-removed",
+                                             before=f"{m.get('method')} id={m.get('id')!r}",
+                                             detail="answered {} on the client's behalf" if ping else
+                                             "no 2026-07-28 equivalent: -32601 on the client's behalf")],
+                               "s2c", s.server_rev, LATEST)
+                await self._answer_upstream(exch, held, m.get("id"), {} if ping else None, m.get("method"), upstream)
                 continue
             if kind == "notification":
+                if m.get("method") == "notifications/message" and not _log_wanted(held.log_level, m):
+                    self.rw.record(exch, [Change(pointer="", action="drop-message", rule="LOG-message-scope",
+                                                 before=f"notifications/message ({(m.get('params') or {}).get('level')})",
+                                                 detail="2026-07-28: log messages only at or above the logLevel the request asked for")],
+                                   "s2c", s.server_rev, LATEST)
+                    continue
                 out = self.rw.s2c_message(exch, m, None, s.server_rev, LATEST)
                 if out is not None:
                     notes.append(out)
@@ -321,21 +425,46 @@ class Client2026Bridge:
         return self._answer(exch, notes, err)
 
     def _embedded(self, exch, m: dict, server_rev: str) -> dict:
-        """A legacy server request as an InputRequests entry (MRTR-embedded-requests): its params
-        walked to 2026-07-28, without ``jsonrpc``/``id`` (params ``_meta`` and ``task`` dropped)."""
-        req = {"jsonrpc": "2.0", "id": m.get("id"), "method": m.get("method"), "params": m.get("params") or {}}
-        params = dict(req["params"]) if isinstance(req["params"], dict) else {}
-        dropped = [k for k in ("_meta", "task") if k in params and m.get("method") != "roots/list"]
+        """A legacy server request as an InputRequests entry (MRTR-embedded-requests): without
+        ``jsonrpc``/``id``, params ``_meta`` and ``task`` removed (2026-07-28 CreateMessageRequestParams
+        and Elicit*Params declare neither), then walked as 2026-07-28 defines them (e.g.
+        ``ELIC-elicitationId``, schema/2026-07-28/schema.ts:2821)."""
+        method = m.get("method")
+        params = dict(m.get("params")) if isinstance(m.get("params"), dict) else {}
+        dropped = [k for k in ("_meta", "task") if k in params and method != "roots/list"]
         for k in dropped:
             params.pop(k)
-        out = {"method": m.get("method")}
-        if params or m.get("method") != "roots/list":
+        params, changes = downgrade_params(params, method, server_rev, LATEST, "s2c", self.rw.policy, self.rw.options)
+        out: dict[str, Any] = {"method": method}
+        if params or method != "roots/list":
             out["params"] = params
         self.rw.record(exch, [Change(pointer="", action="rewrite", rule="MRTR-embedded-requests",
-                                     before=f"{m.get('method')} id={m.get('id')!r}", after="inputRequests entry",
-                                     detail="jsonrpc/id removed" + (f"; params {', '.join(dropped)} removed" if dropped else ""))],
-                       "s2c", server_rev, LATEST)
+                                     before=f"{method} id={m.get('id')!r}", after="inputRequests entry",
+                                     detail="jsonrpc/id removed" + (f"; params {', '.join(dropped)} removed" if dropped else ""))]
+                       + changes, "s2c", server_rev, LATEST)
         return out
+
+    def _url_elicitations(self, exch, rid: Any, m: dict, held: Held) -> Answer:
+        """ELIC-url-required-error toward a 2026-07-28 client (schema/2025-11-25/schema.ts:188): the
+        URLElicitationRequiredError becomes an InputRequiredResult whose inputRequests hold the URL
+        elicitations (``elicitationId`` removed, ELIC-elicitationId); its ``requestState`` lets mcpx
+        send the original request again when the client retries (the URL flow completes out of band)."""
+        s = held.upstream.session
+        data = (m.get("error") or {}).get("data") if isinstance((m.get("error") or {}).get("data"), dict) else {}
+        asks: dict[str, dict] = {}
+        for i, el in enumerate(data.get("elicitations") or []):
+            if isinstance(el, dict):
+                params = {k: v for k, v in el.items() if k in ("mode", "message", "url")}
+                asks[f"mcpx-url:{i}"] = {"method": "elicitation/create", "params": {"mode": "url", **params}}
+        held.replay = True
+        held.done = True
+        self.held[held.handle] = held
+        self.rw.record(exch, [Change(pointer="/error", action="rewrite", rule="ELIC-url-required-error", before="error -32042",
+                                     after=f"input_required with {len(asks)} URL elicitation(s)",
+                                     detail="elicitationId removed (ELIC-elicitationId); the retry sends the request again")],
+                       "s2c", s.server_rev, LATEST)
+        result: dict[str, Any] = {"resultType": "input_required", "inputRequests": asks, "requestState": held.handle}
+        return self._answer(exch, [], {"jsonrpc": "2.0", "id": rid, "result": result})
 
     async def _answer_upstream(self, exch, held: Held, rid: Any, result: dict | None, method: str, upstream: Upstream,
                                error: dict | None = None) -> None:
@@ -355,6 +484,11 @@ class Client2026Bridge:
         responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
         s = held.upstream.session
         exch.session = s
+        if held.replay:  # after URL elicitations: the original request once more (a new upstream call)
+            self.held.pop(held.handle, None)
+            again = {k: v for k, v in msg.items()}
+            again["params"] = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+            return await self._call(exch, again, held.upstream, upstream)
         for key, value in responses.items():
             waiting = held.waiting.pop(key, None)
             if waiting is None:
@@ -381,7 +515,15 @@ class Client2026Bridge:
         return Answer(200, body, (("content-type", "text/event-stream"), ("cache-control", "no-cache")))
 
     # -- subscriptions/listen ---------------------------------------------------------------------
-    async def _listen(self, exch, msg: dict, params: dict, up: Upstream2026Session, upstream: Upstream) -> Pass | Answer:
+    async def _listen(self, exch, msg: dict, params: dict, up: Upstream2026Session, upstream: Upstream) -> Streamed:
+        """The listen stream: an answer stream mcpx writes (bridge/stream.py), the acknowledgement at
+        once, then the events of the upstream session's GET stream (mcpx's own request) that the
+        client asked for (:class:`ListenStream`)."""
+        if up.listening:
+            # a legacy session has one GET stream (servers answer a second one 409): another listen of
+            # the same client gets an upstream session of its own
+            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+            up = await self._upstream_session(exch, meta, upstream, shared=False)
         s = up.session
         wanted = params.get("notifications") if isinstance(params.get("notifications"), dict) else {}
         caps = s.server_caps or {}
@@ -395,14 +537,55 @@ class Client2026Bridge:
                 sub = {"jsonrpc": "2.0", "id": _mint(), "method": "resources/subscribe", "params": {"uri": uri}}
                 await upstream.send(json_body.dumps(sub), self._headers(up), f"resources/subscribe {uri}, for a 2026-07-28 listen", timeout=30)
             honoured["resourceSubscriptions"] = uris
-        exch.listen = Listen(sub_id=msg.get("id"), honoured=honoured, server_rev=s.server_rev)
+        listen = Listen(sub_id=msg.get("id"), honoured=honoured, server_rev=s.server_rev)
         self.rw.record(exch, [Change(pointer="", action="bridge", rule="SUB-listen", before="POST subscriptions/listen",
                                      after="GET stream of the upstream session",
                                      detail=f"honoured: {', '.join(honoured) or 'nothing'}")], "c2s", LATEST, s.server_rev)
-        sets = {"mcp-protocol-version": s.server_rev, "accept": "text/event-stream"}
-        if s.upstream_id:
-            sets["mcp-session-id"] = s.upstream_id
-        return Pass(body=b"", method="GET", set=sets, remove=("content-type", "mcp-method", "mcp-name"))
+        up.listening += 1
+        get: dict[str, Any] = {}
+
+        async def ended() -> None:  # the client closed its listen stream: end the GET, unsubscribe
+            up.listening -= 1
+            if get.get("flow_id"):
+                upstream.abort(get["flow_id"])
+            for uri in honoured.get("resourceSubscriptions") or ():
+                unsub = {"jsonrpc": "2.0", "id": _mint(), "method": "resources/unsubscribe", "params": {"uri": uri}}
+                try:
+                    await upstream.send(json_body.dumps(unsub), self._headers(up), f"resources/unsubscribe {uri}, the listen ended", timeout=30)
+                except Exception as e:  # the session may be gone: nothing to undo then
+                    logger.info(f"mcpx: resources/unsubscribe {uri} after a listen: {e}")
+
+        stream = await self.answers.open(on_close=ended)
+        transform = ListenStream(listen, lambda changes: self.rw.record(exch, changes, "s2c", s.server_rev, LATEST))
+        for chunk in transform(None):
+            stream.put(chunk)  # the acknowledgement, before anything comes from upstream
+
+        def on_chunk(chunk: bytes) -> None:
+            for out in transform(chunk):
+                stream.put(out)
+            if chunk == b"":
+                stream.close()
+
+        async def run_get() -> None:
+            headers = {**self._headers(up), "accept": "text/event-stream"}
+            first: asyncio.Future = asyncio.get_running_loop().create_future()
+            try:
+                reply = await upstream.send(b"", headers, "GET stream, for a 2026-07-28 listen", method="GET",
+                                            on_chunk=lambda c: (on_chunk(c), first.done() or first.set_result(True)), stop=first,
+                                            timeout=24 * 3600)
+                get["flow_id"] = reply.flow_id
+                if stream.closed:
+                    upstream.abort(reply.flow_id)
+                elif not reply.headers.get("content-type", "").startswith("text/event-stream"):
+                    self.rw.passthrough(exch, "s2c", f"the server's GET stream answered HTTP {reply.status}: the listen ends")
+                    stream.close()
+            except Exception as e:
+                self.rw.passthrough(exch, "s2c", f"the server's GET stream failed: {e}: the listen ends")
+                stream.close()
+
+        self._tasks.add(asyncio.get_running_loop().create_task(run_get()))
+        self._tasks = {t for t in self._tasks if not t.done()}
+        return Streamed(stream)
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -439,20 +622,21 @@ class ListenStream:
     def _meta(self) -> dict:
         return {"io.modelcontextprotocol/subscriptionId": self.listen.sub_id}
 
-    def __call__(self, chunk: bytes) -> list[bytes]:
+    def __call__(self, chunk: bytes | None) -> list[bytes]:
+        """The events to write for ``chunk`` of the upstream stream (``b""``: it ended; None: nothing
+        came yet, the first call writes the acknowledgement)."""
         out: list[bytes] = []
         if not self.started:
             self.started = True
             ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                    "params": {"_meta": self._meta(), "notifications": self.listen.honoured}}
             out.append(self._event(ack))
-        for ev in self.parser.feed(chunk) if chunk else self.parser.close()[0]:
-            if ev.payload is None or ev.blank():
-                continue
-            try:
-                m = orjson.loads(ev.payload)
-            except orjson.JSONDecodeError:
-                continue
+            self.record([Change(pointer="", action="synthesize", rule="SUB-acknowledged",
+                                after=f"acknowledged: {', '.join(self.listen.honoured) or 'nothing'}",
+                                detail="the listen's first event, for what the legacy server can honour")])
+        if chunk is None:
+            return out
+        for m in json_values(self.parser.feed(chunk) if chunk else self.parser.close()[0]):
             method = m.get("method") if isinstance(m, dict) else None
             wanted = (method == "notifications/resources/updated"
                       and (m.get("params") or {}).get("uri") in (self.listen.honoured.get("resourceSubscriptions") or ())) \
@@ -463,11 +647,48 @@ class ListenStream:
                 out.append(self._event({"jsonrpc": "2.0", "method": method, "params": params}))
                 self.record([Change(pointer="/params/_meta/io.modelcontextprotocol~1subscriptionId", action="synthesize",
                                     rule="META-subscriptionId", after=str(self.listen.sub_id))])
+            elif method == "notifications/message":
+                self.record([Change(pointer="", action="drop-message", rule="LOG-message-scope",
+                                    before="notifications/message on the upstream GET stream",
+                                    detail="2026-07-28: log messages only on the stream of the request that asked for them")])
             else:
                 self.record([Change(pointer="", action="drop-message", rule="SUB-list-changed-delivery",
                                     before=f"{method or 'event'} on the upstream GET stream",
                                     detail="not asked for by the listen request (or not expressible for 2026-07-28)")])
         return out
+
+
+class Refused(Exception):
+    """The server refused what mcpx sent for the client; ``reply`` is its answer."""
+
+    def __init__(self, reply: Reply):
+        super().__init__(f"HTTP {reply.status}")
+        self.reply = reply
+
+
+def _header_value(value: str | None) -> str | None:
+    """A routing header's value: ``=?base64?...?=`` decoded (streamable-http.mdx:495), else as is."""
+    if value and value.startswith("=?base64?") and value.endswith("?="):
+        import base64
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return None
+    return value
+
+
+#: RFC 5424 severities, lowest first (schema/2026-07-28/schema.ts LoggingLevel)
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def _log_wanted(asked: str | None, m: dict) -> bool:
+    level = (m.get("params") or {}).get("level")
+    return asked in LEVELS and level in LEVELS and LEVELS.index(level) >= LEVELS.index(asked)
+
+
+def _meta_of(msg: dict) -> dict:
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    return params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
 
 
 #: the client capability each embedded request needs (schema/2026-07-28/schema.ts ClientCapabilities)

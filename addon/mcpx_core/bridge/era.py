@@ -113,15 +113,9 @@ def first_response(content_type: str, body: bytes) -> Any:
     if not body:
         return None
     if content_type.split(";")[0].strip().lower() == "text/event-stream":
-        from ..framing.sse import SSEParser
+        from ..framing.sse import SSEParser, json_values
         p = SSEParser()
-        for ev in p.feed(body) + p.close()[0]:
-            if ev.payload is None or ev.blank():
-                continue
-            try:
-                m = orjson.loads(ev.payload)
-            except orjson.JSONDecodeError:
-                continue
+        for m in json_values(p.feed(body) + p.close()[0]):
             if isinstance(m, dict) and ("result" in m or "error" in m):
                 return m
         return None

@@ -33,7 +33,9 @@ itself and sends the 2026-07-28 requests as flows of its own (:class:`mcpx_core.
   POSTed response, TR-post-body) go upstream as ``inputResponses`` with the untouched
   ``requestState`` under a new id, as long as the server asks; the final result reaches the client
   under its own id. A client lacking the capability gets -32603 naming it.
-  Streaming uses the loopback endpoint of :mod:`.stream` (why: see there).
+  The answer streams through mcpx's answer endpoint (:mod:`.stream`: mitmproxy has no API for a
+  response an addon writes over time), only when it must (an input request, a notification before
+  the result); an answer that is one JSON body is given at once.
 - **Notifications** (:class:`Listen`; TR-get-stream, SUB-*): the client's GET stream is served from
   an upstream ``subscriptions/listen`` (schema/2026-07-28/schema.ts:1314) whose filter has the
   ``listChanged`` kinds the server announced and the URIs the client subscribed; the ack is
@@ -69,8 +71,7 @@ from ..framing import json_body
 from ..framing.sse import SSEParser
 from ..rules.api import escape
 from ..rules.headers import upgrade_headers, x_mcp_header_map
-from . import Answer, Pass, era
-from .stream import Outlet, StreamEndpoint, streaming_possible
+from . import Answer, Streamed, era
 
 logger = logging.getLogger("mcpx")
 
@@ -91,7 +92,6 @@ INPUT_TIMEOUT = 600.0
 #: sessions whose mutable state (log level, subscriptions, listen) is kept at most
 MAX_SESSIONS = 10000
 NOTE = "bridge legacy-client: the server speaks only 2026-07-28"
-SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform")]
 JSON_HEADERS = (("content-type", "application/json"),)
 
 
@@ -138,9 +138,8 @@ class LegacyClientBridge:
 
     name = NAME
 
-    def __init__(self, state: Any, endpoint: StreamEndpoint | None = None):
+    def __init__(self, state: Any):
         self.state = state
-        self.endpoint = endpoint or StreamEndpoint()
         self.sessions: OrderedDict[str, SessionState] = OrderedDict()
         #: proxy id of a server->client request -> what it asks
         self.pending: dict[str, Pending] = {}
@@ -174,7 +173,7 @@ class LegacyClientBridge:
 
     def can_stream(self, headers: dict[str, str]) -> bool:
         accept = next((v for k, v in headers.items() if k.lower() == "accept"), None)
-        return (accept is None or "text/event-stream" in accept or "*/*" in accept) and streaming_possible()
+        return accept is None or "text/event-stream" in accept or "*/*" in accept
 
     # -- records --------------------------------------------------------------------------------
     def log(self, exch: Any, direction: str, msg: Any, method: str | None, changes: list[Change],
@@ -244,15 +243,9 @@ class LegacyClientBridge:
         caps = copy.deepcopy(disc.get("capabilities")) if isinstance(disc.get("capabilities"), dict) else {}
         res_caps = caps.get("resources")
         if isinstance(res_caps, dict) and res_caps.get("subscribe"):
-            if streaming_possible():
-                changes.append(Change(pointer="/result/capabilities/resources/subscribe", action="keep",
-                                      rule="CAP-server-resources-subscribe",
-                                      detail="resources/subscribe is bridged onto subscriptions/listen"))
-            else:
-                res_caps["subscribe"] = False
-                changes.append(Change(pointer="/result/capabilities/resources/subscribe", action="rewrite",
-                                      rule="CAP-server-resources-subscribe", before="true", after="false",
-                                      detail="no GET stream to relay updates on (--mode upstream)"))
+            changes.append(Change(pointer="/result/capabilities/resources/subscribe", action="keep",
+                                  rule="CAP-server-resources-subscribe",
+                                  detail="resources/subscribe is bridged onto subscriptions/listen"))
         result["capabilities"] = caps
         info = (disc.get("_meta") or {}).get(SERVER_INFO) if isinstance(disc.get("_meta"), dict) else None
         if isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str):
@@ -284,7 +277,7 @@ class LegacyClientBridge:
         return Answer(200, json_body.dumps(msg), tuple(headers), note=NOTE)
 
     # -- every later flow of the session -------------------------------------------------------------
-    async def request(self, exch: Any, method: str, body: bytes | None, headers: dict[str, str], upstream: Any) -> Answer | Pass:
+    async def request(self, exch: Any, method: str, body: bytes | None, headers: dict[str, str], upstream: Any) -> Answer | Streamed:
         s = exch.session
         exch.is_mcp = True
         ss = self.session_state(s)
@@ -304,7 +297,7 @@ class LegacyClientBridge:
         out = await self._one(exch, s, ss, parsed.messages[0], headers, upstream, stream=self.can_stream(headers))
         return out
 
-    async def _one(self, exch, s, ss, m: Any, headers, upstream, stream: bool) -> Answer | Pass:
+    async def _one(self, exch, s, ss, m: Any, headers, upstream, stream: bool) -> Answer | Streamed:
         kind = classify(m)
         client_rev = s.client_leg
         if kind is None:
@@ -564,32 +557,34 @@ class LegacyClientBridge:
             f["resourceSubscriptions"] = list(ss.subscribed)
         return f
 
-    async def _get(self, exch, s, ss: SessionState, headers: dict[str, str], upstream) -> Answer | Pass:
+    async def _get(self, exch, s, ss: SessionState, headers: dict[str, str], upstream) -> Answer | Streamed:
         """TR-get-stream: the client's GET stream is served from an upstream ``subscriptions/listen``."""
         client_rev = s.client_leg
         if not self.can_stream(headers):
             self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="TR-get-stream",
-                                         detail="answered 405: no stream possible (Accept, or --mode upstream)")], "c2s", client_rev, LATEST)
+                                         detail="answered 405: the client accepts no event stream")], "c2s", client_rev, LATEST)
             return Answer(405, b"", (("allow", "POST, DELETE"),), note=NOTE)
         if ss.listen is not None:
             ss.listen.close("replaced by a new GET stream")
-        await self.endpoint.start()
+        await self.answers.ensure()
         listen = Listen(self, exch, s, ss, upstream)
         ss.listen = listen
         ok = await listen.start()
         if not ok:
             ss.listen = None
+            self.answers.streams.pop(listen.outlet.token, None)  # never routed to: nobody fetches it
             self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="TR-get-stream",
                                          detail=f"answered 405 (a legal 'no stream'): {listen.failure}")], "c2s", client_rev, LATEST)
             return Answer(405, b"", (("allow", "POST, DELETE"),), note=NOTE)
         self.rw.record(exch, [Change(pointer="", action="rewrite", rule="TR-get-stream",
                                      detail="GET stream served from an upstream subscriptions/listen "
                                             f"{json_body.dumps(listen.filter).decode()[:120]}")], "c2s", client_rev, LATEST)
-        return Pass(redirect=(self.endpoint_address()), outlet=listen.outlet,
-                    set={"x-mcpx-stream": listen.outlet.token}, note=NOTE + "; GET stream relayed from subscriptions/listen")
+        return Streamed(listen.outlet, note=NOTE + "; GET stream relayed from subscriptions/listen")
 
-    def endpoint_address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.endpoint.port or 0)
+    @property
+    def answers(self):
+        """mcpx's answer streams (:class:`.stream.AnswerStreams`, shared with the other bridges)."""
+        return self.state.answers
 
     def closing(self) -> None:
         """mitmproxy shuts down: end every stream."""
@@ -598,7 +593,6 @@ class LegacyClientBridge:
                 ss.listen.close("mcpx shutting down")
             for call in list(ss.calls.values()):
                 call.cancel("mcpx shutting down")
-        self.endpoint.stop()
 
 
 @dataclass
@@ -622,8 +616,8 @@ class Call:
     (MRTR-bridge-legacy-client) and what the client receives meanwhile.
 
     :meth:`begin` returns what the client's flow gets: an :class:`Answer` when the whole answer is
-    one JSON body (the common case: no notification, no input request), else a :class:`Pass`
-    that redirects the flow to the stream endpoint, where the answer continues as SSE events."""
+    one JSON body (the common case: no notification, no input request), else :class:`Streamed`:
+    the flow is routed to mcpx's answer endpoint, where the answer continues as SSE events."""
 
     def __init__(self, bridge: LegacyClientBridge, exch: Any, s: Any, ss: SessionState, m: dict, prepared: Prepared,
                  upstream: Any, stream: bool):
@@ -640,11 +634,11 @@ class Call:
         self.cancelled: str | None = None
         self.waiting: list[str] = []
 
-    async def begin(self) -> Answer | Pass:
+    async def begin(self) -> Answer | Streamed:
         b = self.b
         b.log(self.exch, "c2s", self.m, self.method, self.p.changes, self.client_rev, LATEST)
         if self.stream_ok:
-            await b.endpoint.start()
+            await b.answers.ensure()
         self.ss.calls[self.rid] = self
         self.task = asyncio.get_running_loop().create_task(self._run())
         decision = await self.decided
@@ -652,8 +646,7 @@ class Call:
         if isinstance(decision, Answer):
             decision.sent = sent
             return decision
-        return Pass(body=sent, redirect=b.endpoint_address(), outlet=self.outlet,
-                    set={"x-mcpx-stream": self.outlet.token}, note=NOTE + "; answer streamed by mcpx")
+        return Streamed(self.outlet, note=NOTE + "; answer streamed by mcpx")
 
     def cancel(self, why: str) -> None:
         self.cancelled = why
@@ -675,18 +668,14 @@ class Call:
             return True
         if not self.stream_ok or self.decided.done():
             return False
-        o = self.outlet = self.b.endpoint.register(Outlet(self.b.state.keep_original or (1 << 20)))
-        o.on_gone = self._client_gone
-        headers = list(SSE_HEADERS)
-        if self.s.token:
-            headers.append(("mcp-session-id", self.s.token))
-        o.start(200, headers)
-        self.exch.bridge_outlet = o
+        self.outlet = self.b.answers.make(on_close=self._closed, keep=self.b.state.keep_original or (1 << 20))
         self.decided.set_result("stream")
         return True
 
-    def _client_gone(self) -> None:
-        if self.task is not None and not self.task.done() and self.cancelled is None:
+    async def _closed(self) -> None:
+        """The answer stream ended: by the bridge (done), or because the client went away."""
+        if self.outlet is not None and not self.outlet.finished and self.task is not None and not self.task.done() \
+                and self.cancelled is None:
             self.b.log(self.exch, "s2c", None, None, [Change(
                 pointer="", action="drop-message", rule="TR-cancel-by-stream-close",
                 detail="the client closed the stream before the answer: upstream exchange aborted "
@@ -702,7 +691,7 @@ class Call:
                 LATEST, self.client_rev)
             return False
         self.b.log(self.exch, "s2c", msg, method, changes, LATEST, self.client_rev)
-        self.outlet.write(sse_event(msg))  # type: ignore[union-attr]
+        self.outlet.put(sse_event(msg))  # type: ignore[union-attr]
         return True
 
     def _final(self, msg: dict, changes: list[Change], status: int = 200) -> None:
@@ -710,7 +699,7 @@ class Call:
         self.ss.calls.pop(self.rid, None)
         if self.outlet is not None:
             self.b.log(self.exch, "s2c", msg, self.method, changes, LATEST, self.client_rev)
-            self.outlet.write(sse_event(msg))
+            self.outlet.put(sse_event(msg))
             self.outlet.close()
             return
         self.b.log(self.exch, "s2c", msg, self.method, changes, LATEST, self.client_rev)
@@ -1040,8 +1029,7 @@ class Listen:
     def __init__(self, bridge: LegacyClientBridge, exch: Any, s: Any, ss: SessionState, upstream: Any):
         self.b, self.exch, self.s, self.ss, self.up = bridge, exch, s, ss, upstream
         self.client_rev = s.client_leg
-        self.outlet = Outlet(bridge.state.keep_original or (1 << 20))
-        self.outlet.on_gone = lambda: self.close("the client closed its GET stream")
+        self.outlet = bridge.answers.make(on_close=self._closed, keep=bridge.state.keep_original or (1 << 20))
         self.filter: dict = {}
         self._gen = 0
         self.active = 0
@@ -1066,12 +1054,6 @@ class Listen:
             return False
         if not await self._open():
             return False
-        headers = list(SSE_HEADERS)
-        if self.s.token:
-            headers.append(("mcp-session-id", self.s.token))
-        self.outlet.start(200, headers)
-        self.b.endpoint.register(self.outlet)
-        self.exch.bridge_outlet = self.outlet
         return True
 
     async def reopen(self) -> bool:
@@ -1104,7 +1086,7 @@ class Listen:
             for ev in events:
                 if ev.payload is None:
                     if gen == self.active and ev.raw.startswith(b":"):
-                        self.outlet.write(b": keep-alive\n\n")  # the server's keep-alive, as a comment
+                        self.outlet.put(b": keep-alive\n\n")  # the server's keep-alive, as a comment
                     continue
                 if ev.blank():
                     continue
@@ -1163,7 +1145,7 @@ class Listen:
         out = self.b.walk(msg, "notification", method, LATEST, self.client_rev, "s2c")
         self.b.log(self.exch, "s2c", out.message if out.message is not None else msg, method, out.changes, LATEST, self.client_rev)
         if out.message is not None:
-            self.outlet.write(sse_event(out.message))
+            self.outlet.put(sse_event(out.message))
 
     def _ended(self, gen: int, why: str) -> None:
         """The active upstream listen ended: open another after a pause, while the client listens."""
@@ -1183,6 +1165,10 @@ class Listen:
             self.close("subscriptions/listen could not be re-opened")
 
         asyncio.get_running_loop().create_task(again())
+
+    async def _closed(self) -> None:
+        if not self.outlet.finished:
+            self.close("the client closed its GET stream")
 
     def close(self, why: str) -> None:
         if self.ended:
