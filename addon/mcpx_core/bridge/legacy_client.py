@@ -687,7 +687,7 @@ class Call:
         if not self._streaming():
             self.b.log(self.exch, "s2c", msg, method, changes + [Change(
                 pointer="", action="drop-message", rule="MRTR-bridge-legacy-client",
-                detail="no SSE stream to the client (it accepts only application/json, or --mode upstream)")],
+                detail="no SSE stream to the client (it accepts only application/json)")],
                 LATEST, self.client_rev)
             return False
         self.b.log(self.exch, "s2c", msg, method, changes, LATEST, self.client_rev)
