@@ -15,7 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="$ROOT/tests/peers"
 VENVS="$PEERS/.venvs"
-MCP_VERSIONS=(1.8.1 1.9.4 1.12.4 2.3.0)
+MCP_VERSIONS=(1.8.1 1.9.2 1.9.4 1.12.4 2.3.0)
 # third-party clients: venv name = requirements-<name>.txt; each with the import that must work
 declare -A TP_CLIENTS=(
   [fastmcp-2.3.4]="import fastmcp"

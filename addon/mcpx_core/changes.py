@@ -13,6 +13,11 @@ Record shape (JSON Lines, one object per line)::
      "before": "{type: resource_link, uri: https://..., ...}", "after": "{type: resource, ...}",
      "detail": null}
 
+A record of a host profile's action (:mod:`mcpx_core.profiles`) also has ``"profile": "<name>"``
+(last key); records of no profile have no ``profile`` key, so their lines are as before.
+An ``audit`` record (the dual-result audit, :mod:`mcpx_core.audit`) changes nothing: it says what
+one half of a tool result carries that the other lacks (``detail``).
+
 ``before``/``after`` are short summaries (:func:`summarize`), never a whole base64 payload
 (strings over 80 characters become ``<str len=N sha256=…>``) and never header values.
 """
@@ -38,11 +43,17 @@ Action = Literal[
     "drop-message",  # whole message not delivered
     "split",  # batch split into single messages
     "answer-locally",  # proxy answered instead of forwarding
-    "synthesize",  # added a field or header the receiver requires and the sender did not send
+    "synthesize",  # added a field, block or header the receiver requires (or its profile asks for) and the sender did not send
     "bridge",  # a cross-era translation over several messages (upstream handshake, input_required, listen)
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
+    "audit",  # a finding of the dual-result audit: nothing changed, the message is delivered as sent
 ]
+
+#: the word of each action in summaries (``2 rewritten, 1 audited for 2025-06-18``)
+WORDS: dict[str, str] = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
+                         "answer-locally": "answered locally", "synthesize": "added", "bridge": "bridged", "keep": "kept",
+                         "passthrough": "passed through", "audit": "audited"}
 
 MAX_STR = 80
 
@@ -70,16 +81,22 @@ class Change:
     method: str | None = None
     from_rev: str | None = None
     to_rev: str | None = None
+    #: the host profile whose action this is (None: not a profile's action; then not written)
+    profile: str | None = None
 
     def stamped(self, time: float, flow: str | None, session: str | None, direction: str | None,
                 jsonrpc_id: int | str | None, method: str | None, from_rev: str | None, to_rev: str | None) -> "Change":
         """This record with its context (what :meth:`Rewriter._emit` knows) filled in."""
         return Change(self.pointer, self.action, self.rule, self.before, self.after, self.detail,  # type: ignore[arg-type]
-                      time, flow, session, direction, jsonrpc_id, method, from_rev, to_rev)  # type: ignore[arg-type]
+                      time, flow, session, direction, jsonrpc_id, method, from_rev, to_rev, self.profile)  # type: ignore[arg-type]
 
     def as_dict(self) -> dict[str, Any]:
-        """The record as a JSON-ready dict, fields in declaration order (the log line's keys)."""
-        return {f: getattr(self, f) for f in FIELDS}
+        """The record as a JSON-ready dict, fields in declaration order (the log line's keys);
+        ``profile`` only when set."""
+        d = {f: getattr(self, f) for f in FIELDS}
+        if self.profile is not None:
+            d["profile"] = self.profile
+        return d
 
     def key(self) -> tuple[str, str, str]:
         """(pointer, action, rule): what tests compare exactly."""
@@ -87,11 +104,12 @@ class Change:
 
     def line(self) -> str:
         arrow = f" {self.before} -> {self.after}" if self.after is not None else (f" {self.before}" if self.before else "")
-        return f"{self.action:<12} {self.pointer or '/'}  [{self.rule}]{arrow}"
+        who = f" (profile {self.profile})" if self.profile else ""
+        return f"{self.action:<12} {self.pointer or '/'}  [{self.rule}]{who}{arrow}"
 
 
-#: the record's field names, in order
-FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Change))
+#: the record's field names, in order (every log line has them); ``profile`` follows, on a profile's records only
+FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Change) if f.name != "profile")
 #: validates a record dict (e.g. from flow.metadata) into a :class:`Change`: ``RECORD.validate_python(d)``;
 #: raises pydantic.ValidationError
 RECORD: TypeAdapter[Change] = TypeAdapter(Change)
@@ -154,8 +172,7 @@ def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:
     """One line per rewritten message, e.g. ``2 rewritten, 5 dropped for 2025-03-26``."""
     counts: dict[str, int] = {}
     for c in changes:
-        word = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
-                "answer-locally": "answered locally", "synthesize": "added", "bridge": "bridged", "keep": "kept", "passthrough": "passed through"}[c.action]
+        word = WORDS[c.action]
         counts[word] = counts.get(word, 0) + 1
     parts = [f"{n} {w}" for w, n in counts.items()]
     return ", ".join(parts) + (f" for {to_rev}" if to_rev else "")
@@ -179,7 +196,8 @@ class ChangeLog:
     def write(self, changes: Iterable[Change]) -> None:
         if self._fh is None:
             return
-        data = b"".join(orjson.dumps(c) + b"\n" for c in changes)  # orjson writes dataclasses in field order
+        # field order, as the dataclass; "profile" only on a profile's records (orjson would write it on every one)
+        data = b"".join(orjson.dumps(c.as_dict()) + b"\n" for c in changes)
         if data:
             with self._lock:
                 self._fh.write(data)

@@ -55,14 +55,21 @@ class Walk:
         self.split: json_body.ArraySplit | None = None
         #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
         self.memo: dict[str, Any] = {}
+        #: the method the message belongs to (a result: of the request it answers)
+        self.method: str | None = None
+        #: the receiver's host profile (mcpx_core.profiles.Profile) and, for this message's method,
+        #: the content block types it takes away (type -> rewrite), or None
+        self.profile: Any = None
+        self.exclude: dict[str, str] | None = None
 
     # -- logging -------------------------------------------------------------------------
-    def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *, raw: bool = False) -> None:
+    def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *,
+            raw: bool = False, profile: str | None = None) -> None:
         change = Change(
             pointer=pointer, action=action, rule=rule,
             before=None if before is None else (before if raw else summarize(before)),
             after=None if after is None else (after if raw else summarize(after)),
-            detail=detail)
+            detail=detail, profile=profile)
         if self.split is not None and _SENTINEL_TEXT in f"{change.before}{change.after}":
             # the record would show the split array's stand-in: parse the body whole, for the true summary
             raise json_body.SplitFailed("a record summarises the split array")
@@ -187,7 +194,8 @@ class Walk:
         fast = self.leaf.get(id(items), _MISSING)  # type: ignore[call-overload]
         if fast is _MISSING or (fast is not None and fast[0] is not items):
             fast = self.leaf[id(items)] = _leaf_members(self, items)  # type: ignore[index]
-        table = fast[1] if fast is not None else None
+        # a host profile that takes content types away sees every block (a leaf member may be one it takes)
+        table = fast[1] if fast is not None and self.exclude is None else None
         short = fast[2] if fast is not None else None
         out = None
         for i, el in enumerate(value):
@@ -262,6 +270,11 @@ class Walk:
         objs, by_const = info.objects(self.model)
         if by_const is not None:
             hit = by_const.lookup(value.get("type"))
+            if hit is not None and self.exclude is not None:
+                taken = UNION_TAKEN.get(family)
+                rewrite = self.exclude.get(value["type"]) if taken is not None and isinstance(value["type"], str) else None
+                if rewrite is not None:  # the receiver's revision has it, its host profile takes it away
+                    return self.union(taken(self, value, ptr, members, names, rewrite), members, ptr, typ)
             if hit is not None:
                 if hit[2] is not None:  # a {"$ref": ...} member: what node() would do with it
                     return self.named(value, hit[2], ptr)
@@ -605,6 +618,7 @@ OPEN_FIELDS = REGISTRY.open_fields
 TYPE_HOOKS = REGISTRY.type_hooks
 UNION_PRE = REGISTRY.union_pre
 UNION_MISS = REGISTRY.union_miss
+UNION_TAKEN = REGISTRY.union_taken
 MESSAGE_HOOKS = REGISTRY.message_hooks
 AFTER_HOOKS = REGISTRY.after_hooks
 
@@ -643,7 +657,7 @@ def classify(message: Any) -> Kind | None:
 
 def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_rev: str,
               direction: Direction, policy: Policy = "strict", options: dict | None = None,
-              request_id: Any = None, split: json_body.ArraySplit | None = None) -> Outcome:
+              request_id: Any = None, split: json_body.ArraySplit | None = None, profile: Any = None) -> Outcome:
     """Rewrite ``message`` (mutated in place) so a ``to_rev`` receiver can parse it.
 
     ``method``: for requests/notifications their own method; for results and errors the method of
@@ -651,11 +665,17 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
     ``request_id``: the id of the request the HTTP exchange carried, used to fill a missing error
     id (RPC-error-id-optional). ``split``: ``message`` is the skeleton of a large body whose array
     is read an element at a time (:func:`split_path`); may raise :class:`json_body.SplitFailed`.
+    ``profile``: the receiver's host profile (:class:`mcpx_core.profiles.Profile`), whose content
+    rules apply to what the server sends (``s2c``); its records name it.
     Raises nothing else for data problems: unknown shapes are left alone.
     """
     walk = Walk(from_rev, to_rev, direction, policy, options)
     walk.kind = kind
     walk.split = split
+    walk.method = method
+    if profile is not None and direction == "s2c":
+        walk.profile = profile
+        walk.exclude = profile.content_for(method)
     model = walk.model
     try:
         for hook in MESSAGE_HOOKS:

@@ -2,6 +2,12 @@
 
 Shape of the JSON: ``{"sessions": [Session.summary() + {"closed": bool}, ...], "totals": {"sessions": N, "messages": N,
 "changes": N, "dropped": N}}``; the text table has one row per (session, rule, action).
+
+A session with a host profile has ``"profile": NAME``; one whose tool results the dual-result audit
+flagged has ``"audits": N`` and ``"findings"`` (the newest 100: ``{"id", "tool", "text_lacks": N,
+"text_lacks_shown": [...], "structured_lacks": N, "structured_lacks_shown": [...], "profile"}``), the
+totals then ``"audits"``, and the text adds a second table, one row per finding: what a host that
+shows its model only the text misses (``text lacks``), and only structuredContent (``structured lacks``).
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ def session_line(s: Session, closed: bool = False) -> str:
     """
     d = s.summary()
     pinned = " (pinned)" if d["pinned"] else ""
-    return (f"{d['session']}{' (closed)' if closed else ''}: client {_who(d['client'])} receives {d['pinned'] or d['client_revision'] or '?'}{pinned}, "
+    profile = f" (profile {d['profile']})" if d.get("profile") else ""
+    audits = f", {d['audits']} audit finding{'' if d['audits'] == 1 else 's'}" if d.get("audits") else ""
+    return (f"{d['session']}{' (closed)' if closed else ''}: client {_who(d['client'])}{profile} receives "
+            f"{d['pinned'] or d['client_revision'] or '?'}{pinned}, "
             f"server {_who(d['server'])} speaks {d['server_revision'] or '?'}: "
-            f"{d['messages']} messages, {d['changes']} changes, {d['dropped']} dropped")
+            f"{d['messages']} messages, {d['changes']} changes, {d['dropped']} dropped{audits}")
 
 
 def _split(live: Iterable[Session], closed: Iterable[Session]) -> tuple[list[Session], list[Session]]:
@@ -49,12 +58,32 @@ def session_report(live: Iterable[Session], closed: Iterable[Session] = ()) -> t
     sessions = [s.summary() | {"closed": False} for s in live] + [s.summary() | {"closed": True} for s in closed]
     totals = {k: sum(s[k] for s in sessions) for k in ("messages", "changes", "dropped")}
     totals["sessions"] = len(sessions)
+    if any(s.get("audits") for s in sessions):
+        totals["audits"] = sum(s.get("audits", 0) for s in sessions)
     rows = [("session", "client", "revisions", "rule", "action", "count")]
     for s in sessions:
         client = _who(s["client"])
         revs = f"{s['server_revision']}->{s['pinned'] or s['client_revision']}"
         for r in s["by_rule"] or [{"rule": "-", "action": "-", "count": 0}]:
             rows.append((str(s["session"])[:36] + (" (closed)" if s["closed"] else ""), client, revs, r["rule"], r["action"], str(r["count"])))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    table = _table(rows)
+    found = [("session", "client", "profile", "id", "tool", "text lacks", "structured lacks")]
+    for s in sessions:
+        for f in s.get("findings", ()):
+            found.append((str(s["session"])[:36], _who(s["client"]), f.get("profile") or "-", str(f.get("id")), f.get("tool") or "?",
+                          _lacks(f["text_lacks"], f["text_lacks_shown"]), _lacks(f["structured_lacks"], f["structured_lacks_shown"])))
+    if len(found) > 1:
+        table += ("\n\ndual-result audit (a host that shows its model only the text misses what the text lacks; "
+                  "only structuredContent, what it lacks):\n" + _table(found))
     return {"sessions": sessions, "totals": totals}, table
+
+
+def _lacks(n: int, shown: list[str]) -> str:
+    if not n:
+        return "-"
+    return f"{n}: " + ", ".join(shown) + (f", …+{n - len(shown)}" if n > len(shown) else "")
+
+
+def _table(rows: list[tuple]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

@@ -14,6 +14,7 @@ byte for byte and one ``passthrough`` record says why.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -22,7 +23,7 @@ import orjson
 
 from collections.abc import Mapping
 
-from . import revisions
+from . import audit, profiles, revisions
 from .changes import Change
 from .bridge.era import EraCache
 from .disposition import AnswerLocally, Bridge, Disposition, Forward, MintSession, NeedEra, SplitBatch
@@ -35,8 +36,11 @@ from .session import (SESSION_HEADER, VERSION_HEADER, Named, Session, SessionTra
                       revision_in_meta)
 
 PRIMING_RULE = "TR-sse-priming-polling"
+#: the rule of a host profile's revision (profiles.Profile.revision), told in the initialize result
+PROFILE_REVISION_RULE = "MCPX-profile-revision"
 BATCH_RESPONSE_RULE = "RPC-batch-response"
 BATCH_REQUEST_RULE = "RPC-batch-request"
+logger = logging.getLogger("mcpx")
 #: the record of an initialize result whose revision mcpx told the client as it asked (REVISIONS.md 2.4)
 VERSION_BRIDGE_RULE = "MCPX-version-bridge"
 #: bodies (or SSE event data) of at least this many bytes that answer a list request (tools/list...)
@@ -84,6 +88,8 @@ class Exchange:
     id_map: dict = field(default_factory=dict)
     #: the record of a pinned initialize result, logged with that message's other changes
     pin_change: Change | None = None
+    #: id -> tool name of the tools/call requests in the request body (named in audit records)
+    tool_calls: dict = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
     messages: list[dict] = field(default_factory=list)  # per message: kind, method, id, direction, change count
     #: messages and records beyond :data:`FLOW_KEEP_MAX` (not kept on the flow; every record is still logged)
@@ -104,11 +110,15 @@ UNKNOWN_SESSION = {"code": -32001, "message": "Session not found"}
 
 
 class Rewriter:
-    """Rewrites bodies for a :class:`SessionTracker`; ``policy`` is "strict" or "lenient"."""
+    """Rewrites bodies for a :class:`SessionTracker`; ``policy`` is "strict" or "lenient".
+
+    ``profiles``: the host profiles in force (:class:`~mcpx_core.profiles.ProfileSet`; none by
+    default); ``audit``: run the dual-result audit on tool results (:mod:`mcpx_core.audit`)."""
 
     def __init__(self, tracker: SessionTracker | None = None, policy: str = "strict", options: dict | None = None,
                  on_changes: Callable[[Exchange, list[Change]], None] | None = None,
-                 on_reply: Callable[[Exchange, dict], None] | None = None):
+                 on_reply: Callable[[Exchange, dict], None] | None = None,
+                 profile_set: profiles.ProfileSet | None = None, audit_results: bool = True):
         self.on_reply = on_reply
         self.tracker = tracker if tracker is not None else SessionTracker()  # an empty tracker is falsy (__len__)
         #: which era each upstream speaks (bridge/era.py); ``bridging``: bridge peers of different
@@ -118,6 +128,8 @@ class Rewriter:
         self.policy = policy
         self.options = options or {}
         self.on_changes = on_changes
+        self.profiles = profile_set if profile_set is not None else profiles.NONE
+        self.audit = audit_results
 
     # -- records ----------------------------------------------------------------------------
     def _emit(self, exch: Exchange, changes: list[Change], direction: str, msg: Any, method: str | None,
@@ -137,9 +149,13 @@ class Rewriter:
             exch.changes.extend(stamped[:max(room, 0)])
             exch.changes_omitted += len(stamped) - max(room, 0)
         if s is not None:
-            s.changes += len(stamped)
-            s.dropped += sum(1 for c in stamped if c.action in ("drop", "drop-message"))
             for c in stamped:
+                if c.action == "audit":  # a finding, not a change
+                    s.audits += 1
+                    continue
+                s.changes += 1
+                if c.action in ("drop", "drop-message"):
+                    s.dropped += 1
                 s.by_rule[(c.rule, c.action)] = s.by_rule.get((c.rule, c.action), 0) + 1
         if self.on_changes:
             self.on_changes(exch, stamped)
@@ -165,10 +181,13 @@ class Rewriter:
             return None
 
     # -- requests (client -> server) --------------------------------------------------------
-    def request(self, exch: Exchange, method: str, body: bytes | None, headers: Mapping[str, str], live: bool = False) -> Disposition:
+    def request(self, exch: Exchange, method: str, body: bytes | None, headers: Mapping[str, str], live: bool = False,
+                all_headers: Mapping[str, str] | None = None) -> Disposition:
         """What to do with one client request (HTTP ``method``, ``body``, ``headers`` as the client
         sent them: names as sent, repeated fields joined). ``live``: the flow is live (not an
-        offline replay): sessions are sealed, and mcpx may send requests itself."""
+        offline replay): sessions are sealed, and mcpx may send requests itself. ``all_headers``:
+        every request header (a case-insensitive mapping), read only by host profiles that match
+        on a header (:attr:`profiles.ProfileSet.header_names`) of an initialize request."""
         lower = {k.lower(): v for k, v in headers.items()}
         session_id, version_header = lower.get(SESSION_HEADER), lower.get(VERSION_HEADER)
         if session_id or version_header:
@@ -182,7 +201,7 @@ class Rewriter:
             exch.is_mcp = True
         init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
         if init is not None:
-            return self._initialize(exch, init, parsed, session_id, live)
+            return self._initialize(exch, init, parsed, session_id, live, all_headers if all_headers is not None else headers)
         named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
         found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live)
         match found:
@@ -217,12 +236,17 @@ class Rewriter:
         return self._messages(exch, parsed, jsonrpc, body, sets, removes)
 
     def _initialize(self, exch: Exchange, init: dict, parsed: json_body.Parsed, session_id: str | None,
-                    live: bool) -> Disposition:
-        """A session starts: mcpx forwards the initialize itself when it seals sessions (live)."""
+                    live: bool, headers: Mapping[str, str] | None = None) -> Disposition:
+        """A session starts: mcpx forwards the initialize itself when it seals sessions (live). Its
+        host profile is chosen now, from the request (clientInfo, declared revision, capabilities,
+        headers), and sealed with the session."""
         exch.initialize = init
         sealed = live and self.tracker.sealer is not None
         key = session_id if (session_id and not sealed) else f"flow:{exch.flow_id}"
         exch.session = s = self.tracker.start(init.get("params"), key, exch.client_keys, sealed=sealed)
+        params = init.get("params") if isinstance(init.get("params"), dict) else {}
+        chosen = self.profiles.choose(params.get("clientInfo"), params.get("protocolVersion"), params.get("capabilities"), headers)
+        s.profile = chosen.name if chosen is not None else None
         for m in parsed.messages:
             if classify(m) == "request":
                 exch.request_ids[m["id"]] = m.get("method")
@@ -269,6 +293,8 @@ class Rewriter:
         for m in parsed.messages:
             if classify(m) == "request":
                 exch.request_ids[m["id"]] = m.get("method")
+                if m.get("method") == "tools/call" and isinstance(m.get("params"), dict) and isinstance(m["params"].get("name"), str):
+                    exch.tool_calls[m["id"]] = m["params"]["name"]
                 if s is not None:
                     s.remember("c2s", m["id"], m.get("method"))
             if s is not None:
@@ -353,10 +379,14 @@ class Rewriter:
             exch.messages_omitted += 1
         if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
             return None
+        profile = self.profiles.get(s.profile) if s is not None and s.profile is not None and direction == "s2c" else None
+        found: list[Change] = []
+        if direction == "s2c" and kind == "result" and method in ("tools/call", "tools/list") and s is not None:
+            found = self._tool_result(exch, s, msg, method, profile)
         try:
             try:
                 out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
-                                request_id=exch.single_request_id, split=split)
+                                request_id=exch.single_request_id, split=split, profile=profile)
             except json_body.SplitFailed:
                 if split is None:
                     raise
@@ -367,23 +397,28 @@ class Rewriter:
                 msg.clear()
                 msg.update(whole.messages[0])
                 out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
-                                request_id=exch.single_request_id)
+                                request_id=exch.single_request_id, profile=profile)
+            if profile is not None and profile.dual_result != "keep" and method == "tools/call" and kind == "result" \
+                    and out.message is not None and isinstance(out.message.get("result"), dict):
+                out.changes.extend(self._dual(exch, s, out.message, profile))
         except json_body.Unparseable as e:  # the elements of a split body: forwarded untouched
             self.passthrough(exch, direction, e.reason)
             return None
         except Exception as e:  # a rule failed: never lose the message
-            self._emit(exch, [Change(pointer="", action="passthrough", rule=ids.PASSTHROUGH,
-                                     detail=f"rule failed: {type(e).__name__}: {e}")], direction, msg, method, from_rev, to_rev)
+            self._emit(exch, [*found, Change(pointer="", action="passthrough", rule=ids.PASSTHROUGH,
+                                             detail=f"rule failed: {type(e).__name__}: {e}")], direction, msg, method, from_rev, to_rev)
             return None
         if exch.pin_change is not None:
             out.changes.insert(0, exch.pin_change)
             exch.pin_change = None
+        if found:
+            out.changes[:0] = found
         entry["changes"] = len(out.changes)
         if not out.changes:
             return None
-        if out.message is msg and all(c.action == "keep" for c in out.changes):
+        if out.message is msg and all(c.action in ("keep", "audit") for c in out.changes):
             self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
-            return None  # only "keep" records: the message is delivered byte for byte
+            return None  # only "keep" and "audit" records: the message is delivered byte for byte
         if out.reply is not None and kind == "request" and json_body.inexact_number(jid):
             # mcpx would answer this request itself, but cannot write its id back exactly (an integer
             # beyond 64 bits): the receiver gets it untouched and answers it (-32601) itself
@@ -400,6 +435,40 @@ class Rewriter:
                 exch.replies.append(reply)
         self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
         return out
+
+    def _tool_result(self, exch: Exchange, s: Session, msg: dict, method: str, profile: profiles.Profile | None) -> list[Change]:
+        """Before the walk, on a tool result as the server sent it: remember a tools/list's
+        outputSchemas (for a structured-visible profile), and audit a tools/call result's two
+        halves (:func:`audit.audit`). Returns the audit record, if any. An audit that fails
+        records nothing: it never stands between a message and its receiver."""
+        result = msg.get("result")
+        if method == "tools/list":
+            if profile is not None and profile.dual_result == "structured-visible" and isinstance(result, dict):
+                s.learn_tools(result.get("tools"))
+            return []
+        if not self.audit:
+            return []
+        try:
+            finding = audit.audit(result)
+        except Exception as e:  # noqa: BLE001
+            logger.warning(f"mcpx: dual-result audit failed: {type(e).__name__}: {e}")
+            return []
+        if finding is None:
+            return []
+        tool = exch.tool_calls.get(msg.get("id")) if _hashable(msg.get("id")) else None
+        s.findings.append(finding.summary(tool, msg.get("id") if _hashable(msg.get("id")) else None) | {"profile": s.profile})
+        return [audit.audit_change(finding, tool)]
+
+    def _dual(self, exch: Exchange, s: Session | None, message: dict, profile: profiles.Profile) -> list[Change]:
+        """A host profile's dual-result policy on a delivered tools/call result (:mod:`audit`)."""
+        result = message["result"]
+        if profile.dual_result == "text-visible":
+            return audit.make_text_visible(result, profile.name)
+        jid = message.get("id")
+        tool = exch.tool_calls.get(jid) if _hashable(jid) else None
+        known = s is not None and tool is not None and tool in s.tools
+        return audit.make_structured_visible(result, profile.name, profile.structured_key, known,
+                                             s.tools.get(tool) if known and s is not None else None)
 
     def _learn_initialize(self, exch: Exchange, msg: dict) -> tuple[str | None, str | None]:
         s = exch.session
@@ -431,6 +500,16 @@ class Rewriter:
             s.client_rev = requested
         elif s.pinned_rev:
             s.pinned_rev = None
+        profile = self.profiles.get(s.profile) if s.profile is not None else None
+        if not s.pinned_rev and profile is not None and profile.revision and s.client_rev \
+                and revisions.older(profile.revision, s.client_rev):
+            # the revision the client parses, older than the one it would be told (the server's, or
+            # its own under a version bridge): one record, as for a pin
+            exch.pin_change = Change(pointer="/result/protocolVersion", action="rewrite", rule=PROFILE_REVISION_RULE,
+                                      before=f'"{negotiated}"', after=f'"{profile.revision}"', profile=profile.name,
+                                      detail=f"profile {profile.name}: the client is told the revision it parses")
+            result["protocolVersion"] = profile.revision
+            s.client_rev = profile.revision
         return s.server_rev, s.client_leg
 
     def session_learned(self, exch: Exchange, upstream_id: str | None, seal: bool = False) -> str | None:
@@ -706,6 +785,10 @@ class _Kept:
             self._joined = b"".join(self.pieces)
             self.pieces = [self._joined]
         return self._joined
+
+
+def _hashable(v: Any) -> bool:
+    return isinstance(v, (str, int)) and not isinstance(v, bool)
 
 
 def summ_event(ev: Event) -> str:

@@ -63,7 +63,9 @@ class Facts:
     ``upstream_id``: the server's own ``Mcp-Session-Id`` (None: the server mints none);
     ``client_info`` / ``server_info``: ``{"name", "version"}``; ``client_caps`` /
     ``server_caps``: capabilities as far as mcpx reads them; ``bridge``: the bridge that serves
-    the session ("" for none); ``issued``: Unix seconds at sealing.
+    the session ("" for none); ``profile``: the name of the client's host profile (chosen from its
+    initialize request, whose headers a later request does not repeat), or None; ``issued``: Unix
+    seconds at sealing.
     """
 
     sid: str
@@ -78,11 +80,13 @@ class Facts:
     server_caps: dict | None = None
     bridge: str = ""
     issued: int = 0
+    profile: str | None = None
 
 
 _FACTS: TypeAdapter[Facts] = TypeAdapter(Facts)
 _SHORT = {"sid": "i", "client_rev": "c", "server_rev": "s", "requested_rev": "r", "pinned": "p", "upstream_id": "u",
-          "client_info": "ci", "server_info": "si", "client_caps": "cc", "server_caps": "sc", "bridge": "b", "issued": "t"}
+          "client_info": "ci", "server_info": "si", "client_caps": "cc", "server_caps": "sc", "bridge": "b", "issued": "t",
+          "profile": "pf"}
 _LONG = {v: k for k, v in _SHORT.items()}
 
 

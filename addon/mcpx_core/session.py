@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,9 @@ VERSION_HEADER = "mcp-protocol-version"
 #: outstanding request ids remembered per session (oldest forgotten first): a session whose answers
 #: never come costs at most this many entries (~150 bytes each)
 MAX_PENDING = 1024
+#: audit findings kept per session for mcpx.report (the newest), and tools whose outputSchema is remembered
+MAX_FINDINGS = 100
+MAX_TOOLS = 4096
 
 
 @dataclass
@@ -55,7 +58,8 @@ class Session:
 
     ``key``: the handle records and commands show (a random ``s-…`` handle for sealed sessions,
     else the id or fallback key it was found under); ``token``: the sealed id the client holds;
-    ``upstream_id``: the server's own ``Mcp-Session-Id``.
+    ``upstream_id``: the server's own ``Mcp-Session-Id``; ``profile``: the name of the client's
+    host profile (:mod:`mcpx_core.profiles`), chosen at initialize and sealed.
     """
 
     key: str
@@ -70,6 +74,7 @@ class Session:
     upstream_id: str | None = None
     token: str | None = None
     bridge: str = ""
+    profile: str | None = None
     #: started to be sealed (its key is a random handle, never renamed)
     sealed: bool = False
     #: (direction of the request, id) -> method; direction "c2s" = client request
@@ -77,8 +82,14 @@ class Session:
     messages: int = 0
     changes: int = 0
     dropped: int = 0
-    #: (rule, action) -> count of change records, for reports
+    #: (rule, action) -> count of change records, for reports (audit records are not changes: see ``audits``)
     by_rule: dict = field(default_factory=dict)
+    #: dual-result audit findings: their count, and the newest MAX_FINDINGS (audit.Finding.summary())
+    audits: int = 0
+    findings: deque = field(default_factory=lambda: deque(maxlen=MAX_FINDINGS), repr=False)
+    #: tool name -> its declared outputSchema (None: it declares none), from the tools/list results
+    #: of this session, kept only for a structured-visible profile (audit.make_structured_visible)
+    tools: dict = field(default_factory=dict, repr=False)
     last_seen: float = field(default_factory=time.monotonic)
     #: the keys the tracker finds this session under (token, handle, server id, fallback keys)
     aliases: set = field(default_factory=set, repr=False)
@@ -105,23 +116,40 @@ class Session:
         return Facts(sid=self.key, client_rev=self.client_rev, server_rev=self.server_rev, requested_rev=self.requested_rev,
                      pinned=self.pinned_rev, upstream_id=self.upstream_id, client_info=trim_info(self.client_info),
                      server_info=trim_info(self.server_info), client_caps=trim_caps(self.client_caps),
-                     server_caps=trim_caps(self.server_caps), bridge=self.bridge, issued=int(time.time()))
+                     server_caps=trim_caps(self.server_caps), bridge=self.bridge, profile=self.profile, issued=int(time.time()))
 
     @classmethod
     def from_facts(cls, facts: Facts, token: str) -> "Session":
         return cls(key=facts.sid, sealed=True, client_rev=facts.client_rev, server_rev=facts.server_rev, requested_rev=facts.requested_rev,
                    pinned_rev=facts.pinned, client_info=facts.client_info, server_info=facts.server_info,
                    client_caps=facts.client_caps, server_caps=facts.server_caps, upstream_id=facts.upstream_id,
-                   token=token, bridge=facts.bridge)
+                   token=token, bridge=facts.bridge, profile=facts.profile)
 
     def summary(self) -> dict:
-        return {
+        """The session for mcpx.report; ``profile`` and ``audits``/``findings`` only when there are any."""
+        out = {
             "session": self.key, "client_revision": self.client_rev, "server_revision": self.server_rev,
             "requested_revision": self.requested_rev, "pinned": self.pinned_rev,
             "client": self.client_info, "server": self.server_info,
             "messages": self.messages, "changes": self.changes, "dropped": self.dropped,
             "by_rule": [{"rule": r, "action": a, "count": n} for (r, a), n in sorted(self.by_rule.items())],
         }
+        if self.profile is not None:
+            out["profile"] = self.profile
+        if self.audits:
+            out["audits"] = self.audits
+            out["findings"] = list(self.findings)
+        return out
+
+    def learn_tools(self, tools: Any) -> None:
+        """Remember the declared outputSchema of each tool of a tools/list result (bounded)."""
+        if not isinstance(tools, list):
+            return
+        for t in tools:
+            if isinstance(t, dict) and isinstance(t.get("name"), str):
+                if t["name"] not in self.tools and len(self.tools) >= MAX_TOOLS:
+                    continue
+                self.tools[t["name"]] = t.get("outputSchema")
 
 
 @dataclass(frozen=True)

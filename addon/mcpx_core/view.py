@@ -23,7 +23,7 @@ Text shape (exact texts: tests/inspect/test_view.py)::
 
     MCP response (server -> client): 1 message, 2 changes (2 rewritten for 2024-11-05)
     session: 8077ad25-7c10-4136-96f3-ac7ad6931059
-    client:  2024-11-05 (mcpx-js-client 1.10.2)
+    client:  2024-11-05 (mcpx-js-client 1.10.2)       (", profile NAME" when a host profile applies)
     server:  2024-11-05 (mcp-servers/everything 2.0.0)
     (answered by mcpx: <why>)     only on a flow a bridge answered itself (bridge/legacy_client.py)
 
@@ -36,7 +36,9 @@ Text shape (exact texts: tests/inspect/test_view.py)::
           "result": { ...the message as delivered, JSON indented by 2... }
         }
 
-Each change is ``action pointer [rule]`` (no pointer: the whole message or body), then ``- before``
+Each change is ``action pointer [rule]`` (no pointer: the whole message or body; a host profile's
+action adds `` (profile NAME)``; an ``audit`` record is a finding of the dual-result audit, no
+change), then ``- before``
 and ``+ after`` (the summaries of the change record, never a whole base64 payload) and
 ``(detail)``. A message mcpx did not deliver shows ``not delivered`` instead of its JSON; records
 that belong to the body as a whole (a split batch, a passthrough) are listed under ``body:``
@@ -249,7 +251,8 @@ def altered(records: list[dict]) -> bool:
 
 def _change_lines(c: dict, indent: str) -> list[str]:
     where = f" {c['pointer']}" if c.get("pointer") else ""  # "": the whole message or body
-    lines = [f"{indent}{c.get('action')}{where} [{c.get('rule')}]"]
+    who = f" (profile {c['profile']})" if c.get("profile") else ""  # a host profile's action
+    lines = [f"{indent}{c.get('action')}{where} [{c.get('rule')}]{who}"]
     before, after = c.get("before"), c.get("after")
     if before:
         lines.append(f"{indent}    - {before}")
@@ -327,7 +330,8 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
     out.append(head)
     if ctx.meta:
         out.append(f"session: {ctx.meta.get('session') or '-'}")
-        out.append(f"client:  {ctx.meta.get('client_revision') or '?'}{_who(ctx.meta.get('client_info'))}")
+        profile = f", profile {ctx.meta['profile']}" if ctx.meta.get("profile") else ""
+        out.append(f"client:  {ctx.meta.get('client_revision') or '?'}{_who(ctx.meta.get('client_info'))}{profile}")
         out.append(f"server:  {ctx.meta.get('server_revision') or '?'}{_who(ctx.meta.get('server_info'))}")
         if ctx.meta.get("answered_by"):  # mcpx answered this flow itself (a bridge): the server never saw it as it is
             out.append(f"answered by mcpx: {ctx.meta['answered_by']}")

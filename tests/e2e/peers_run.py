@@ -23,6 +23,8 @@ class Run:
     changes: list[dict]
     #: op id -> [(pointer, action, rule)] of the change records of the flows that carried that op
     records: dict[str, list[tuple]] = field(default_factory=dict)
+    #: op id -> the ids of the flows that carried that op
+    op_flows: dict[str, list[str]] = field(default_factory=dict)
     #: (revision, message, method-it-answers, direction) for every message mcpx delivered
     delivered: list[tuple] = field(default_factory=list)
     output: str = ""
@@ -65,14 +67,17 @@ def op_key(op: dict) -> tuple:
 
 
 def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[dict] | None = None,
-        proxy=None, direct: dict | None = None) -> Run:
+        proxy=None, direct: dict | None = None, options: dict | None = None, client_options: dict | None = None) -> Run:
     """``proxy``: a factory ``proxy(upstream, workdir)`` of a context manager with ``url``, ``changes()``,
-    ``flows()`` and ``output()`` (default: one mitmdump, :class:`proxy_lib.Proxy`); ``direct``: a
-    direct run's report to reuse instead of running the client directly again."""
+    ``flows()`` and ``output()`` (default: one mitmdump, :class:`proxy_lib.Proxy`, with mitmdump
+    ``options``, e.g. {"mcpx_profile": "none"}); ``direct``: a direct run's report to reuse instead of
+    running the client directly again ({}: no direct run); ``client_options``: the client's options."""
     ops = ops if ops is not None else scenario_ops(server_name, client)
-    direct = direct if direct is not None else run_client(client, server.url, ops)
-    with (proxy or Proxy)(f"http://127.0.0.1:{server.port}", workdir) as px:
-        via = run_client(client, px.url, ops)
+    kw = {"options": client_options} if client_options else {}
+    direct = direct if direct is not None else run_client(client, server.url, ops, **kw)
+    factory = proxy or (lambda upstream, workdir: Proxy(upstream, workdir, options=options))
+    with factory(f"http://127.0.0.1:{server.port}", workdir) as px:
+        via = run_client(client, px.url, ops, **kw)
     r = Run(client, server_name, ops, direct, via, px.changes(), output=px.output())
     by_flow: dict[str, list[tuple]] = {}
     for c in r.changes:
@@ -89,6 +94,7 @@ def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[
                 op_id = keys.get(_op_key(m))
                 if op_id is not None:
                     r.records.setdefault(op_id, []).extend(by_flow.get(f.id, []))
+                    r.op_flows.setdefault(op_id, []).append(f.id)
             if rev and isinstance(m, dict):
                 r.delivered.append((meta.get("server_revision"), m, None, "c2s"))
         if f.response is not None and rev:

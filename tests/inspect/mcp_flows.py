@@ -26,9 +26,10 @@ def body_bytes(body: Any) -> bytes:
     return body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
 
 
-def init_request(rev: str, name: str = "example-client", version: str = "1.0.0", rid: int = 0) -> dict:
+def init_request(rev: str, name: str = "example-client", version: str = "1.0.0", rid: int = 0,
+                 capabilities: dict | None = None) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "method": "initialize",
-            "params": {"protocolVersion": rev, "capabilities": {}, "clientInfo": {"name": name, "version": version}}}
+            "params": {"protocolVersion": rev, "capabilities": capabilities or {}, "clientInfo": {"name": name, "version": version}}}
 
 
 def init_result(rev: str, rid: int = 0) -> dict:
@@ -54,12 +55,15 @@ class Harness:
 
     async def exchange(self, request: Any, response: Any, *, session: str | None = None,
                        session_header: str | None = None, sse: bool = False, status: int = 200,
-                       peer: tuple[str, int] = PEER, method: bytes = b"POST") -> http.HTTPFlow:
+                       peer: tuple[str, int] = PEER, method: bytes = b"POST",
+                       headers: dict[str, str] | None = None) -> http.HTTPFlow:
         """One POST /mcp (or ``method``, e.g. DELETE with ``request`` None) and its answer.
 
         ``session``: the client's Mcp-Session-Id; ``session_header``: the one the server mints in
-        this response; ``sse``: answer as text/event-stream; ``response`` None: an empty 202."""
+        this response; ``sse``: answer as text/event-stream; ``response`` None: an empty 202;
+        ``headers``: more request headers (e.g. User-Agent)."""
         req_headers = [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream")]
+        req_headers += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
         if session:
             req_headers.append((b"mcp-session-id", session.encode()))
         f = tflow.tflow(req=tutils.treq(method=method, path=b"/mcp", host="127.0.0.1", port=9,
@@ -92,8 +96,10 @@ class Harness:
         return f
 
     async def initialize(self, rev: str, session_id: str = "sess-1", name: str = "example-client",
-                         server_rev: str | None = None) -> http.HTTPFlow:
-        f = await self.exchange(init_request(rev, name), init_result(server_rev or rev), session_header=session_id)
+                         server_rev: str | None = None, version: str = "1.0.0", capabilities: dict | None = None,
+                         headers: dict[str, str] | None = None) -> http.HTTPFlow:
+        f = await self.exchange(init_request(rev, name, version, capabilities=capabilities), init_result(server_rev or rev),
+                                session_header=session_id, headers=headers)
         await self.exchange({"jsonrpc": "2.0", "method": "notifications/initialized"}, None, session=session_id)
         return f
 

@@ -10,7 +10,9 @@ Same interface and output as js_client.mjs: ops is a JSON list such as
 {"op":"unsubscribeResource","uri":..}, {"op":"setLoggingLevel","level":..},
 {"op":"waitNotification","method":..,"count":1,"timeoutMs":5000} (change notifications the session
 received, e.g. on its GET stream); options e.g. {"elicitation":"decline"}, {"roots":[{"uri":..,"name":..}]}
-(declare roots and answer roots/list with these).
+(declare roots and answer roots/list with these),
+{"clientInfo": {"name": "claude-code", "version": "2.1.0"}} (default: mcpx-py-client <mcp version>), or
+{"clientInfo": "sdk-default"} (the SDK's own default, {"name": "mcp", "version": "0.1.0"}).
 Every op uses the SDK's own ClientSession call, so its pydantic validation runs.
 Prints ONE JSON line on stdout:
   {"sdk":"mcp","version":..,"protocolVersion":..,"results":[..],"serverRequests":[..]}
@@ -176,6 +178,15 @@ def _uri(uri: str) -> Any:
     return uri
 
 
+def client_info(options: dict[str, Any]) -> dict[str, Any]:
+    """The ClientSession's client_info keyword: mcpx-py-client <mcp version>, the "clientInfo" option
+    ({"name", "version"}), or none at all ("sdk-default": the SDK sends its DEFAULT_CLIENT_INFO)."""
+    info = options.get("clientInfo", {"name": "mcpx-py-client", "version": VERSION})
+    if info == "sdk-default":
+        return {}
+    return {"client_info": types.Implementation(name=info["name"], version=info["version"])}
+
+
 async def main(url: str, ops: list[dict[str, Any]], options: dict[str, Any], report: dict[str, Any]) -> None:
     async with AsyncExitStack() as stack:
         if VERSION.startswith("1."):
@@ -187,7 +198,7 @@ async def main(url: str, ops: list[dict[str, Any]], options: dict[str, Any], rep
                 streams[0],
                 streams[1],
                 read_timeout_seconds=timedelta(seconds=60) if VERSION.startswith("1.") else 60.0,
-                client_info=types.Implementation(name="mcpx-py-client", version=VERSION),
+                **client_info(options),
                 **make_callbacks(options),
             )
         )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from mitmproxy import ctx, exceptions
 
-from .. import revisions, seal
+from .. import profiles, revisions, seal
 from ..changes import ChangeLog
 from .state import State
 
@@ -51,6 +51,15 @@ class Options:
                           choices=["auto", "legacy", "2026", "dual"])
         loader.add_option("mcpx_pin", Sequence[str], [],
                           "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
+        loader.add_option("mcpx_profiles", str, "",
+                          "A TOML file of host profiles, merged over the shipped ones (its profiles are tried first; one with a "
+                          "shipped profile's name replaces it).")
+        loader.add_option("mcpx_profile", str, "",
+                          "Give every client this host profile, whatever it sends (for hosts with no distinctive clientInfo); "
+                          "'none': no profile applies. Default: each client gets the first profile that matches it.")
+        loader.add_option("mcpx_audit", bool, True,
+                          "Audit tool results that carry both content and structuredContent: record (action 'audit') what one "
+                          "half carries that the other lacks. Changes nothing.")
 
     def configure(self, updated: set[str]) -> None:
         st = self.state
@@ -68,6 +77,10 @@ class Options:
             st.rewriter.bridging = ctx.options.mcpx_bridge
         if "mcpx_server_era" in updated:
             st.rewriter.era.forced = ctx.options.mcpx_server_era
+        if {"mcpx_profiles", "mcpx_profile"} & updated:
+            st.rewriter.profiles = self._profiles()
+        if "mcpx_audit" in updated:
+            st.rewriter.audit = ctx.options.mcpx_audit
         if "mcpx_pin" in updated:
             pins = {}
             for spec in ctx.options.mcpx_pin:
@@ -104,6 +117,22 @@ class Options:
             if ctx.options.stream_large_bodies in (None, "", self._stream_limit) and ctx.options.stream_large_bodies != ours:
                 self._stream_limit = ours
                 ctx.options.update(stream_large_bodies=ours)
+
+    def _profiles(self) -> profiles.ProfileSet:
+        """The shipped profiles, with the user's file (``mcpx_profiles``) over them, and the one
+        ``mcpx_profile`` forces. Raises OptionsError in one line: file, field and reason."""
+        path = ctx.options.mcpx_profiles
+        try:
+            user = profiles.load_file(os.path.expanduser(path)) if path else None
+            forced = ctx.options.mcpx_profile.strip()
+            built = profiles.ProfileSet.build(user, forced=forced if forced not in ("", "none") else None,
+                                              disabled=forced == "none")
+        except profiles.ProfileError as e:
+            name = "mcpx_profile" if str(e).startswith("no profile named") else "mcpx_profiles"
+            raise exceptions.OptionsError(f"{name}: {e}") from None
+        if path:
+            logger.info(f"mcpx: {len(built)} host profiles in force ({len(user.profiles) if user else 0} from {path})")
+        return built
 
     def _keys(self) -> None:
         """Load the session keys (creating the default key file on first start)."""

@@ -71,11 +71,11 @@ class ClientRequests:
             body = _decoded(req)
         live = st.sender.available(flow)
         try:
-            disposition = st.rewriter.request(exch, req.method, body, names, live=live)
+            disposition = st.rewriter.request(exch, req.method, body, names, live=live, all_headers=req.headers)
             if isinstance(disposition, NeedEra) and live:
                 await learn_era(st, flow, disposition.origin)
                 exch = st.exchange(flow)  # start again: the records of the first pass were none
-                disposition = st.rewriter.request(exch, req.method, body, names, live=live)
+                disposition = st.rewriter.request(exch, req.method, body, names, live=live, all_headers=req.headers)
         except Exception as e:  # never lose a message
             st.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
             disposition = Forward()

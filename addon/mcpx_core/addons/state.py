@@ -14,7 +14,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import revisions, upstream
+from .. import profiles, revisions, upstream
 from ..bridge.client2026 import Client2026Bridge
 from ..bridge.legacy_client import LegacyClientBridge
 from ..bridge.stream import AnswerStreams
@@ -82,7 +82,9 @@ class State:
 
     def __init__(self) -> None:
         self.tracker = SessionTracker()
-        self.rewriter = Rewriter(self.tracker, on_changes=self.on_changes, on_reply=self.on_reply)
+        # the shipped host profiles, as the options' defaults give them (mcpx_profiles, mcpx_profile unset)
+        self.rewriter = Rewriter(self.tracker, on_changes=self.on_changes, on_reply=self.on_reply,
+                                 profile_set=profiles.ProfileSet.build())
         self.sender = upstream.Sender()
         #: the cross-era bridges by name (mcpx_core/bridge), each ``async request(exch, messages,
         #: headers, upstream) -> Answer | Pass``
@@ -157,6 +159,8 @@ class State:
         meta["session"] = s.key if s else None
         meta["client_revision"], meta["server_revision"] = (s.client_leg, s.server_rev) if s else (None, None)
         meta["client_info"], meta["server_info"] = (s.client_info, s.server_info) if s else (None, None)
+        if s is not None and s.profile is not None:
+            meta["profile"] = s.profile  # the client's host profile (mcpx_core.profiles)
         meta["messages"] = exch.messages
         kept = meta.get("changes")
         if not isinstance(kept, list) or len(kept) > len(exch.changes):

@@ -16,6 +16,9 @@ Pointer of ``value``, ``target`` the receiver's schema node for it):
 - :class:`UnionPre` / :class:`UnionMiss` ``fn(walk, value, ptr, members, names) -> value | DROP``:
   for an ``anyOf`` of ``family`` (see ``downgrade.union_family``): run before member selection /
   for a value whose discriminator no member of the receiver's union has.
+- :class:`UnionTaken` ``fn(walk, value, ptr, members, names, rewrite) -> value``: for a value whose
+  discriminator the receiver's union has, but the session's host profile takes away
+  (``walk.exclude``: ``type -> rewrite``, :mod:`mcpx_core.profiles`); the value returned is walked again.
 - :class:`MessageHook` ``fn(walk, message, kind, method, request_id) -> Outcome | None``: before
   (``after=False``) or after the walk of a whole JSON-RPC message; an :class:`Outcome` ends it.
 - :class:`OpenField` ``(type, property)``: a property whose value is an open JSON document (a
@@ -90,6 +93,12 @@ class UnionMiss:
 
 
 @dataclass(frozen=True)
+class UnionTaken:
+    family: str
+    fn: Callable[..., Any]
+
+
+@dataclass(frozen=True)
 class MessageHook:
     fn: Callable[..., Any]
     after: bool = False
@@ -101,7 +110,7 @@ class OpenField:
     prop: str
 
 
-Rule = TypeHook | UnionPre | UnionMiss | MessageHook | OpenField
+Rule = TypeHook | UnionPre | UnionMiss | UnionTaken | MessageHook | OpenField
 
 
 class Registry:
@@ -115,6 +124,8 @@ class Registry:
         self.union_pre: dict[str, Callable] = {}
         #: union family -> rule for a value whose discriminator no receiver member has
         self.union_miss: dict[str, Callable] = {}
+        #: union family -> rule for a member the receiver has but its host profile takes away
+        self.union_taken: dict[str, Callable] = {}
         #: message hooks run before / after the walk
         self.message_hooks: list[Callable] = []
         self.after_hooks: list[Callable] = []
@@ -129,6 +140,8 @@ class Registry:
                     self.union_pre[r.family] = r.fn
                 case UnionMiss():
                     self.union_miss[r.family] = r.fn
+                case UnionTaken():
+                    self.union_taken[r.family] = r.fn
                 case MessageHook(after=True):
                     self.after_hooks.append(r.fn)
                 case MessageHook():

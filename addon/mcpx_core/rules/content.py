@@ -18,6 +18,12 @@ Rules (ids of revision-delta.json):
 - ``CT-sampling-content-array`` (schema/2025-11-25/schema.ts:1683): an array where the target
   allows one block: one element -> that element; more -> one TextContent joining their texts.
 - any other unknown ``type`` -> TextContent naming it (rule ``SCHEMA-undefined``).
+- ``MCPX-profile-content``: a block whose type the receiver's revision defines but its host
+  profile takes away (:mod:`mcpx_core.profiles`, e.g. an embedded resource in a prompt message for
+  langchain-mcp-adapters 0.1): ``rewrite = "text"`` -> TextContent (:func:`describe`: a text
+  resource's text, else a note); ``rewrite = "resource"`` -> EmbeddedResource (a resource_link as
+  ``CT-resource_link`` makes it, an image or audio block as a blob resource keeping its bytes and
+  mimeType), TextContent where the union has no EmbeddedResource or the profile takes that too.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import orjson
 
 
 from . import ids
-from .api import UnionMiss
+from .api import UnionMiss, UnionTaken
 
 if TYPE_CHECKING:
     from ..downgrade import Walk
@@ -119,4 +125,31 @@ def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -
     return new
 
 
-RULES = [UnionMiss("content", content_miss)]
+#: rule id of a block a host profile takes away
+PROFILE_RULE = "MCPX-profile-content"
+
+
+def profile_taken(walk: Walk, value: dict, ptr: str, members: list, names: list, rewrite: str) -> dict:
+    """Replace a block the receiver's revision defines but its host profile takes away (see the
+    module docstring); one ``rewrite`` record naming the profile."""
+    t = value.get("type")
+    exclude = walk.exclude or {}
+    embed = rewrite == "resource" and "EmbeddedResource" in names and "resource" not in exclude
+    if embed and t == "resource_link":
+        new = {"type": "resource", "resource": {"uri": value.get("uri", ""), "mimeType": "text/plain", "text": link_text(value)}}
+    elif embed and t in ("audio", "image") and isinstance(value.get("data"), str):
+        data = value["data"]
+        digest = hashlib.sha256(data.encode()).hexdigest()[:16]
+        new = {"type": "resource", "resource": {"uri": f"urn:mcpx:{t}:{digest}",
+                                                "mimeType": value.get("mimeType", "application/octet-stream"), "blob": data}}
+    else:
+        new = {"type": "text", "text": describe(value)}
+    _carry(value, new)
+    profile = walk.profile.name if walk.profile is not None else None
+    walk.log(ptr, "rewrite", PROFILE_RULE, value, new, profile=profile,
+             detail=f"profile {profile}: the client does not parse {'an' if str(t)[:1] in 'aeiou' else 'a'} {t} block "
+                    f"in a {walk.method} {walk.kind}")
+    return new
+
+
+RULES = [UnionMiss("content", content_miss), UnionTaken("content", profile_taken)]
