@@ -78,6 +78,10 @@ class Exchange:
     answered: bool = False
     #: ... as a stream it writes over time (bridge/stream.py): mitmproxy must stream it through
     streamed: bool = False
+    #: that stream (:class:`mcpx_core.bridge.stream.AnswerStream`): what it delivered is the flow's body
+    answer_stream: Any = None
+    #: why mcpx answered this flow itself (a bridge), shown in the views and the flow's comment
+    answered_by: str | None = None
     #: the disposition decided from the headers alone (a request body mitmproxy streams)
     early: Disposition | None = None
     #: request ids mcpx gave the server (RPC-request-id-reuse) -> the client's own, put back on the answer

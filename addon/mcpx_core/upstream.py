@@ -129,19 +129,19 @@ class Sender:
 
     async def send(self, parent: http.HTTPFlow, method: str, body: bytes | None, headers: dict[str, str], purpose: str,
                    *, timeout: float = 60.0, on_chunk: Callable[[bytes], None] | None = None,
-                   stop: asyncio.Future | None = None) -> Reply:
+                   stop: asyncio.Future | None = None, url: str | None = None) -> Reply:
         """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
 
         ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
         arrives (the body is then not stored on the flow); ``stop``: a future that, once done,
-        ends the wait early (the request runs on in the background, up to ``timeout``).
-        Raises :class:`UpstreamError`.
+        ends the wait early (the request runs on in the background, up to ``timeout``); ``url``: the
+        server's URL when it is not ``parent``'s (a flow redirected since). Raises :class:`UpstreamError`.
         """
         if not self.available(parent):
             raise UpstreamError("no live proxy to send through (offline replay)")
         from mitmproxy.addons.clientplayback import ReplayHandler
 
-        req = http.Request.make(method, parent.request.url, body or b"", headers)
+        req = http.Request.make(method, url or parent.request.url, body or b"", headers)
         if "host" in headers:
             req.headers["host"] = headers["host"]
         flow = http.HTTPFlow(parent.client_conn, connection.Server(address=(req.host, req.port)))

@@ -25,6 +25,7 @@ Text shape (exact texts: tests/inspect/test_view.py)::
     session: 8077ad25-7c10-4136-96f3-ac7ad6931059
     client:  2024-11-05 (mcpx-js-client 1.10.2)       (", profile NAME" when a host profile applies)
     server:  2024-11-05 (mcp-servers/everything 2.0.0)
+    (answered by mcpx: <why>)     only on a flow a bridge answered itself (bridge/legacy_client.py)
 
     [1] result tools/call id=1 · event 1
         rewrite /result/content/1 [CT-resource_link]
@@ -332,6 +333,8 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
         profile = f", profile {ctx.meta['profile']}" if ctx.meta.get("profile") else ""
         out.append(f"client:  {ctx.meta.get('client_revision') or '?'}{_who(ctx.meta.get('client_info'))}{profile}")
         out.append(f"server:  {ctx.meta.get('server_revision') or '?'}{_who(ctx.meta.get('server_info'))}")
+        if ctx.meta.get("answered_by"):  # mcpx answered this flow itself (a bridge): the server never saw it as it is
+            out.append(f"answered by mcpx: {ctx.meta['answered_by']}")
     else:
         out.append("no mcpx record on this flow")
     out.extend(f"note: {n}" for n in notes)

@@ -19,13 +19,16 @@
 //     POSTs notifications/cancelled for the listen id)
 //   {"op":"discover"} (client-2.4.0: server/discover)
 //   {"op":"sleep","ms":200}
+//   {"op":"subscribeResource","uri":"..."} {"op":"unsubscribeResource","uri":"..."}
+//   {"op":"setLoggingLevel","level":"info"} (legacy sessions)
 //   {"op":"signal","path":"/tmp/x"} {"op":"waitFor","path":"/tmp/y","timeoutMs":60000}  (control ops for tests)
 // [options.json]: optional JSON text, e.g. {"elicitation":"decline"} (default
 //   "accept"), {"versionNegotiation":"auto"} or {"versionNegotiation":"pin:2026-07-28"}
 //   (client-2.4.0 only), {"roots":[{"uri":"file:///x","name":"x"}]} (declare the roots
 //   capability and answer roots/list with these), {"sampling":false} / {"elicitationCapability":false}
 //   (do not declare that capability), {"autoFulfill":false} (client-2.4.0: an input_required
-//   result surfaces as an error instead of being fulfilled).
+//   result surfaces as an error instead of being fulfilled), {"elicitationDelayMs":2000} (answer
+//   each elicitation that much later, as a user would).
 //
 // Every op goes through the SDK's own high-level call, so its own schema
 // validation runs. Prints ONE JSON line on stdout:
@@ -106,8 +109,9 @@ function sampleValue(name, prop) {
   }
 }
 
-function elicitAnswer(params) {
+async function elicitAnswer(params) {
   serverRequests.push({ method: "elicitation/create", params });
+  if (options.elicitationDelayMs) await new Promise((r) => setTimeout(r, options.elicitationDelayMs));
   const mode = options.elicitation || "accept";
   if (mode !== "accept") return { action: mode };
   if (params.mode === "url") return { action: "accept" };
@@ -150,6 +154,7 @@ const NOTIFICATION_METHODS = [
   "notifications/prompts/list_changed",
   "notifications/resources/list_changed",
   "notifications/resources/updated",
+  "notifications/message",
 ];
 const onNotification = async (n) => {
   notifications.push({ method: n.method, ...(n.params === undefined ? {} : { params: n.params }) });
@@ -168,6 +173,7 @@ if (modern) {
     "notifications/prompts/list_changed": types.PromptListChangedNotificationSchema,
     "notifications/resources/list_changed": types.ResourceListChangedNotificationSchema,
     "notifications/resources/updated": types.ResourceUpdatedNotificationSchema,
+    "notifications/message": types.LoggingMessageNotificationSchema,
   };
   for (const m of NOTIFICATION_METHODS) if (schemas[m]) client.setNotificationHandler(schemas[m], onNotification);
 }
@@ -273,6 +279,12 @@ async function runOp(op) {
       return client.listResourceTemplates(op.params, reqOpts);
     case "ping":
       return client.ping(reqOpts);
+    case "subscribeResource":
+      return client.subscribeResource({ uri: op.uri }, reqOpts);
+    case "unsubscribeResource":
+      return client.unsubscribeResource({ uri: op.uri }, reqOpts);
+    case "setLoggingLevel":
+      return client.setLoggingLevel(op.level || "info", reqOpts);
     default:
       throw new Error(`unknown op ${JSON.stringify(op.op)}`);
   }

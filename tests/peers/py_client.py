@@ -6,7 +6,11 @@ Same interface and output as js_client.mjs: ops is a JSON list such as
 {"op":"listTools"}, {"op":"callTool","name":..,"arguments":{..},"progress":true},
 {"op":"listPrompts"}, {"op":"getPrompt","name":..,"arguments":{..}},
 {"op":"listResources"}, {"op":"readResource","uri":..},
-{"op":"listResourceTemplates"}, {"op":"ping"}; options e.g. {"elicitation":"decline"},
+{"op":"listResourceTemplates"}, {"op":"ping"}, {"op":"subscribeResource","uri":..},
+{"op":"unsubscribeResource","uri":..}, {"op":"setLoggingLevel","level":..},
+{"op":"waitNotification","method":..,"count":1,"timeoutMs":5000} (change notifications the session
+received, e.g. on its GET stream); options e.g. {"elicitation":"decline"}, {"roots":[{"uri":..,"name":..}]}
+(declare roots and answer roots/list with these),
 {"clientInfo": {"name": "claude-code", "version": "2.1.0"}} (default: mcpx-py-client <mcp version>), or
 {"clientInfo": "sdk-default"} (the SDK's own default, {"name": "mcp", "version": "0.1.0"}).
 Every op uses the SDK's own ClientSession call, so its pydantic validation runs.
@@ -40,6 +44,14 @@ SESSION_PARAMS = inspect.signature(ClientSession.__init__).parameters
 CAN_ELICIT = "elicitation_callback" in SESSION_PARAMS
 CAN_PROGRESS = "progress_callback" in inspect.signature(ClientSession.call_tool).parameters
 server_requests: list[dict[str, Any]] = []
+notifications: list[dict[str, Any]] = []  # change notifications the session received
+NOTIFICATION_METHODS = (
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/resources/updated",
+    "notifications/message",
+)
 
 
 def dump(obj: Any) -> Any:
@@ -75,9 +87,25 @@ def make_callbacks(options: dict[str, Any]) -> dict[str, Any]:
             content = {k: v for k, v in content.items() if not isinstance(v, list | dict)}
             return types.ElicitResult(action="accept", content=content)
 
-    cbs: dict[str, Any] = {"sampling_callback": sampling}
+    async def list_roots(context: Any) -> Any:
+        server_requests.append({"method": "roots/list"})
+        return types.ListRootsResult(roots=[types.Root(**r) for r in options["roots"]])
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", None)
+        method = getattr(root, "method", None)
+        if method in NOTIFICATION_METHODS:
+            params = getattr(root, "params", None)
+            entry: dict[str, Any] = {"method": method}
+            if params is not None:
+                entry["params"] = dump(params)
+            notifications.append(entry)
+
+    cbs: dict[str, Any] = {"sampling_callback": sampling, "message_handler": on_message}
     if CAN_ELICIT:
         cbs["elicitation_callback"] = elicitation
+    if isinstance(options.get("roots"), list):
+        cbs["list_roots_callback"] = list_roots
     return cbs
 
 
@@ -115,6 +143,22 @@ async def run_op(session: ClientSession, op: dict[str, Any]) -> Any:
         return await session.list_resource_templates()
     if kind == "ping":
         return await session.send_ping()
+    if kind == "subscribeResource":
+        return await session.subscribe_resource(_uri(op["uri"]))
+    if kind == "unsubscribeResource":
+        return await session.unsubscribe_resource(_uri(op["uri"]))
+    if kind == "setLoggingLevel":
+        return await session.set_logging_level(op.get("level", "info"))
+    if kind == "waitNotification":
+        with anyio.fail_after(op.get("timeoutMs", 5000) / 1000):
+            while True:
+                seen = [n for n in notifications if not op.get("method") or n["method"] == op["method"]]
+                if len(seen) >= op.get("count", 1):
+                    return {"notifications": seen}
+                await anyio.sleep(0.02)
+    if kind == "sleep":
+        await anyio.sleep(op.get("ms", 100) / 1000)
+        return {}
     if kind == "signal":  # control op: create the file op["path"] (a test waits for it)
         open(op["path"], "w").close()
         return {}
@@ -124,6 +168,14 @@ async def run_op(session: ClientSession, op: dict[str, Any]) -> Any:
                 await anyio.sleep(0.025)
         return {}
     raise ValueError(f"unknown op {kind!r}")
+
+
+def _uri(uri: str) -> Any:
+    if VERSION.startswith("1."):
+        from pydantic import AnyUrl
+
+        return AnyUrl(uri)
+    return uri
 
 
 def client_info(options: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +239,7 @@ def run(url: str, ops: list[dict[str, Any]], options: dict[str, Any]) -> int:
                 entry = {"op": op.get("op"), **{k: op[k] for k in ("id", "name", "uri") if k in op}}
                 results.append({**entry, "ok": False, "error": "not run: session died", "errorType": "NotRun"})
     report["serverRequests"] = server_requests
+    report["notifications"] = notifications
     print(json.dumps(report), flush=True)
     return code
 

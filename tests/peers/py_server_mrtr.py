@@ -21,6 +21,8 @@ the retry that carries inputResponses + requestState.
 | resource://mrtr/{item} | resource template | roots (hand-rolled) | 1 | roots |
 | add_dynamic_tool(name) | tool | - | - | adds tool `name`, publishes tools/list_changed |
 | touch_resource(uri) | tool | - | - | publishes resources/updated for `uri` |
+| log_note(text) | tool | - | - | notifications/message at info (2026-07-28: only if the request's _meta logLevel asks) |
+| region_echo(region) | tool | - | - | `region` carries `x-mcp-header: Region` (2026-07-28: header Mcp-Param-Region) |
 
 The resolver-based tools (`Resolve(...)`, mcp.server.mcpserver.resolve) key each input
 request by the resolver's `module:qualname`; the hand-rolled prompt/resource use the keys
@@ -201,6 +203,19 @@ def register(mcp: MCPServer) -> None:
         if not _modern(ctx):
             await ctx.session.send_tool_list_changed()  # 2025 era: the session's GET stream
         return f"tool {name} present"
+
+    @mcp.tool(title="Log a note")
+    async def log_note(ctx: Context, text: str = "note") -> str:
+        """Sends notifications/message at level info, then returns."""
+        await ctx.info(text)
+        return f"logged {text}"
+
+    @mcp.tool(title="Echo a region")
+    def region_echo(
+        region: Annotated[str, Field(description="A region", json_schema_extra={"x-mcp-header": "Region"})] = "eu",
+    ) -> str:
+        """Its argument is mirrored into the Mcp-Param-Region header on 2026-07-28 (x-mcp-header)."""
+        return f"region {region}"
 
     @mcp.tool(title="Touch a resource")
     async def touch_resource(ctx: Context, uri: str = "resource://greeting") -> str:

@@ -11,11 +11,11 @@ import logging
 
 from mitmproxy import http
 
-from .. import upstream
+from .. import revisions, upstream
 from ..framing import json_body
 from ..framing.sse import SSEParser
 from ..rewrite import Exchange, SSERewriter
-from ..session import SESSION_HEADER
+from ..session import SESSION_HEADER, VERSION_HEADER
 from .headers import header_fields
 from .state import State
 
@@ -37,6 +37,13 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     the token as ``Mcp-Session-Id``. SSE events the server sends on that stream after the answer
     cannot reach the client (its answer has ended): each is logged as not delivered."""
     rid = exch.single_request_id
+    from ..bridge import era
+    from ..bridge.legacy_client import NAME as LEGACY_CLIENT
+    bridge = st.bridges.get(LEGACY_CLIENT) if st.rewriter.bridging and _legacy_initialize(flow, exch) else None
+    if bridge is not None and st.rewriter.era.get(exch.origin).speaks_legacy is False:
+        # the server is known to speak only 2026-07-28 (learnt, or mcpx_server_era=2026): no initialize goes up
+        if await _bridge_initialize(st, flow, exch, bridge, None):
+            return
     loop = asyncio.get_running_loop()
     answered: asyncio.Future = loop.create_future()
     parser = SSEParser()
@@ -67,8 +74,19 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
         flow.response = http.Response.make(502, json_body.dumps(_error(rid, -32603, f"mcpx could not reach the server: {e.reason}")),
                                            {"content-type": "application/json"})
         return
-    exch.answered = True
     sse = reply.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+    if bridge is not None and era.refuses_legacy(reply.status, reply.headers.get("content-type", ""),
+                                                 b"".join(events) if sse else reply.body):
+        # LC-initialize: the refusal of a 2026-07-28-only server (tests/peers/BRIDGING.md 1)
+        st.rewriter.era.learn(exch.origin, speaks_legacy=False)
+        first = era.first_response(reply.headers.get("content-type", ""), b"".join(events) if sse else reply.body) or {}
+        code = (first.get("error") or {}).get("code") if isinstance(first.get("error"), dict) else None
+        logger.info(f"mcpx: {exch.origin} refused a legacy initialize (HTTP {reply.status}, {code})")
+        if await _bridge_initialize(st, flow, exch, bridge, f"HTTP {reply.status}, {code}"):
+            return
+    elif 200 <= reply.status < 300:
+        st.rewriter.era.learn(exch.origin, speaks_legacy=True)
+    exch.answered = True
     if sse:
         original = b"".join(events)
         body = SSERewriter(st.rewriter, exch).whole(original)
@@ -83,6 +101,36 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     flow.response = http.Response.make(reply.status, body, header_fields(headers))
     if body != original:
         st.keep_body(flow, "response", original)
+
+
+def _legacy_initialize(flow: http.HTTPFlow, exch: Exchange) -> bool:
+    """Whether an ``initialize`` comes from a legacy client (REVISIONS.md 2.3): not when it names a
+    revision outside the handshake era in ``MCP-Protocol-Version`` or in ``params._meta`` (a 2026-07-28
+    client, or a conformance suite, checking that the server refuses it: it is forwarded as it is,
+    and the server's refusal teaches mcpx nothing about legacy clients)."""
+    from ..session import revision_in_meta
+    header = flow.request.headers.get(VERSION_HEADER)
+    if header is not None and header.strip() not in revisions.LEGACY:
+        return False
+    named = revision_in_meta(exch.initialize)
+    return named is None or named in revisions.LEGACY
+
+
+async def _bridge_initialize(st: State, flow: http.HTTPFlow, exch: Exchange, bridge, refused: str | None) -> bool:
+    """Answer a legacy client's initialize in front of a 2026-07-28-only server (bridge/legacy_client.py);
+    False when the server does not speak 2026-07-28 either (its own answer is then delivered)."""
+    from .state import FlowUpstream
+    try:
+        out = await bridge.initialize(exch, FlowUpstream(st.sender, flow), refused)
+    except upstream.UpstreamError as e:
+        logger.warning(f"mcpx: bridging initialize failed: {e.reason}")
+        return False
+    if out is None:
+        return False
+    exch.answered = True
+    exch.answered_by = out.note
+    flow.response = http.Response.make(out.status, out.body, header_fields(out.headers))
+    return True
 
 
 async def learn_era(st: State, flow: http.HTTPFlow, origin: str) -> None:

@@ -37,6 +37,10 @@ class Expiry:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        for bridge in self.state.bridges.values():
+            closing = getattr(bridge, "closing", None)
+            if closing is not None:
+                closing()  # end the streams bridges keep open (listen streams, stream endpoint)
         if self.state.log_file:
             self.state.log_file.close()
         self.state.answers.stop()

@@ -179,22 +179,6 @@ class Options:
             fail(OptionError("", None, "", f"mcpx: cannot load the revision schemas ({type(e).__name__}: {e}); reinstall mcpx"))
         logger.info(s.line(__version__, {"mcpx_session_keys": ",".join(self._key_files)}))
 
-    def _profiles(self) -> profiles.ProfileSet:
-        """The shipped profiles, with the user's file (``mcpx_profiles``) over them, and the one
-        ``mcpx_profile`` forces. Raises OptionsError in one line: file, field and reason."""
-        path = ctx.options.mcpx_profiles
-        try:
-            user = profiles.load_file(os.path.expanduser(path)) if path else None
-            forced = ctx.options.mcpx_profile.strip()
-            built = profiles.ProfileSet.build(user, forced=forced if forced not in ("", "none") else None,
-                                              disabled=forced == "none")
-        except profiles.ProfileError as e:
-            name = "mcpx_profile" if str(e).startswith("no profile named") else "mcpx_profiles"
-            raise exceptions.OptionsError(f"{name}: {e}") from None
-        if path:
-            logger.info(f"mcpx: {len(built)} host profiles in force ({len(user.profiles) if user else 0} from {path})")
-        return built
-
     def _profiles(self, s: Settings) -> profiles.ProfileSet | None:
         """The shipped profiles, with the user's file (``mcpx_profiles``) over them, and the one
         ``mcpx_profile`` forces. A file or name that does not load is refused (:func:`fail`) in one

@@ -123,13 +123,20 @@ class ClientRequests:
             out = Answer(502, json_body.dumps({"jsonrpc": "2.0", "id": exch.single_request_id,
                                                "error": {"code": -32603, "message": f"mcpx bridge failed: {type(e).__name__}"}}))
         match out:
-            case Answer(status=status, body=payload, headers=headers):
+            case Answer(status=status, body=payload, headers=headers, sent=sent, note=note):
                 exch.answered = True
+                exch.answered_by = note
+                if sent is not None:  # what went upstream instead (mcpx's own flow): shown on this flow
+                    st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")
+                    flow.request.content = sent
                 flow.response = http.Response.make(status, payload, header_fields(headers))
-            case Streamed(stream=stream):
+            case Streamed(stream=stream, note=note):
                 exch.answered = exch.streamed = True
+                exch.answer_stream = stream
+                exch.answered_by = note or "a stream the bridge writes"
+                st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")  # the client's request
                 st.answers.route(flow, stream)
-                flow.comment = "mcpx: answered by mcpx (a stream the bridge writes)"
+                flow.comment = f"mcpx: answered by mcpx ({exch.answered_by})"
             case Pass(body=new, method=m, set=sets, remove=removes):
                 _edit_headers(flow.request, sets, removes)
                 if m is not None:

@@ -87,6 +87,10 @@ class ServerResponses:
     def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
         st = self.state
         resp = flow.response
+        if exch.answer_stream is not None:  # a stream mcpx wrote: what it delivered is the flow's body (views, -w)
+            if resp.raw_content in (None, b""):
+                resp.content = exch.answer_stream.delivered
+            return
         if exch.answered:
             return  # mcpx wrote this response itself, already for the client's revision
         if exch.initialize is not None:

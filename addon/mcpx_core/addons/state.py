@@ -16,6 +16,7 @@ from mitmproxy import http
 
 from .. import profiles, revisions, upstream
 from ..bridge.client2026 import Client2026Bridge
+from ..bridge.legacy_client import LegacyClientBridge
 from ..bridge.stream import AnswerStreams
 from ..changes import Change, ChangeLog, flow_summary, revisions_known, summary_line
 from ..framing import json_body
@@ -32,18 +33,43 @@ def origin_of(flow: http.HTTPFlow) -> str:
     return f"{r.scheme}://{r.host}:{r.port}"
 
 
+#: client request headers a bridge's request never copies: mcpx sets them itself, or the server's era has none
+_BRIDGE_MANAGED = frozenset({"mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
+                             "content-type", "accept", "host", "x-mcpx-stream"})
+
+
 class FlowUpstream:
     """:class:`mcpx_core.bridge.Upstream` for one flow: mcpx's own requests to that flow's server,
-    on the client's behalf (its credentials, same origin), through :class:`upstream.Sender`."""
+    on the client's behalf (its credentials, same origin), through :class:`upstream.Sender`.
+
+    The server's URL and ``Host`` are taken when it is made: a bridge may redirect the flow itself
+    to mcpx's stream endpoint (:mod:`mcpx_core.bridge.stream`) and still send upstream for it."""
 
     def __init__(self, sender: upstream.Sender, flow: http.HTTPFlow):
         self.sender, self.flow = sender, flow
+        self.url = flow.request.url
+        self.host = flow.request.headers.get("host")
+        self._copied: dict[str, str] | None = None
+
+    def live(self) -> bool:
+        """Whether requests can still be sent for this flow."""
+        return self.sender.available(self.flow)
 
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
-                   on_chunk=None, stop=None, timeout: float = 600.0):
+                   on_chunk=None, stop=None, timeout: float = 600.0, client_headers: bool = False):
+        """``client_headers``: also the client's other end-to-end headers (a custom API key, say),
+        but never its MCP session and routing headers."""
         from ..bridge import Reply
-        r = await self.sender.send(self.flow, method, body, self.sender.headers_for(self.flow, headers, on_behalf=True),
-                                   purpose, timeout=timeout, on_chunk=on_chunk, stop=stop)
+        out = self.sender.headers_for(self.flow, headers, on_behalf=True)
+        if self.host:
+            out["host"] = self.host
+        if client_headers:
+            if self._copied is None:
+                self._copied = {k: v for k, v in self.sender.copy_headers(self.flow).items()
+                                if k not in _BRIDGE_MANAGED and not k.startswith("mcp-param-")}
+            for k, v in self._copied.items():
+                out.setdefault(k, v)
+        r = await self.sender.send(self.flow, method, body, out, purpose, timeout=timeout, on_chunk=on_chunk, stop=stop, url=self.url)
         return Reply(r.status, r.headers, r.body, r.flow.id)
 
     def abort(self, flow_id: str) -> None:
@@ -66,6 +92,7 @@ class State:
         #: streams mcpx writes to clients over time (bridge/stream.py)
         self.answers = AnswerStreams()
         self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter, self.answers)}
+        self.bridges[LegacyClientBridge.name] = LegacyClientBridge(self)
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
@@ -146,8 +173,11 @@ class State:
             meta["messages_omitted"], meta["changes_omitted"] = exch.messages_omitted, exch.changes_omitted
         if exch.replies:
             meta["replies"] = exch.replies
-        if exch.changes:
-            flow.comment = "mcpx: " + flow_summary(exch.changes)
+        if exch.answered_by:
+            meta["answered_by"] = exch.answered_by
+        if exch.changes or exch.answered_by:
+            parts = ([f"answered by mcpx ({exch.answered_by})"] if exch.answered_by else []) + ([flow_summary(exch.changes)] if exch.changes else [])
+            flow.comment = "mcpx: " + "; ".join(parts)
             if any(c.action in ("drop", "drop-message", "passthrough") for c in exch.changes):
                 flow.marked = ":scissors:"
 

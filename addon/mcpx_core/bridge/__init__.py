@@ -9,7 +9,8 @@ revision-delta.json). Modules:
 
 - :mod:`.era`: which era an upstream speaks (a ``server/discover`` probe, cached per origin);
 - :mod:`.client2026`: a 2026-07-28 client in front of a legacy server;
-- :mod:`.legacy_client`: legacy clients in front of a 2026-07-28-only server.
+- :mod:`.legacy_client`: legacy clients in front of a 2026-07-28-only server;
+- :mod:`.stream`: answers mcpx writes to a client over time (a loopback endpoint the flow is routed to).
 
 A bridge never touches HTTP itself: it sends through an :class:`Upstream` (the addon's adapter of
 :class:`mcpx_core.upstream.Sender` for one flow: mitmproxy's own connections) and returns what the
@@ -52,18 +53,25 @@ class Upstream(Protocol):
 
 @dataclass
 class Answer:
-    """The client's flow is answered by mcpx: ``status``, ``body``, ``headers`` (name, value)."""
+    """The client's flow is answered by mcpx: ``status``, ``body``, ``headers`` (name, value);
+    ``sent``: the request as mcpx sent it upstream instead (shown on the flow, the client's
+    original kept for the views), None when nothing was sent; ``note``: why mcpx answered
+    (``flow.metadata["mcpx"]["answered_by"]``, the views)."""
 
     status: int
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+    sent: bytes | None = None
+    note: str | None = None
 
 
 @dataclass
 class Streamed:
-    """The client's flow is answered by mcpx with a stream it writes over time (:mod:`.stream`)."""
+    """The client's flow is answered by mcpx with a stream it writes over time (:mod:`.stream`);
+    ``note``: why (as :attr:`Answer.note`)."""
 
     stream: Any
+    note: str | None = None
 
 
 @dataclass

@@ -23,22 +23,36 @@ PATH = "/mcpx-answer/"
 
 
 class AnswerStream:
-    """One stream to one client: :meth:`put` chunks (bytes), :meth:`close` ends it."""
+    """One stream to one client: :meth:`put` chunks (bytes), :meth:`close` ends it. ``finished``: the
+    bridge ended it (else, once ``closed``, the client went away first); ``delivered``: the first
+    ``keep`` bytes put (the flow's body in mitmweb and ``-w`` files: what the client got)."""
 
-    def __init__(self, token: str, headers: list[tuple[str, str]], on_close: Callable[[], Awaitable[None]] | None):
+    def __init__(self, token: str, headers: list[tuple[str, str]], on_close: Callable[[], Awaitable[None]] | None,
+                 keep: int = 1 << 20):
         self.token = token
         self.headers = headers
         self.on_close = on_close
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.closed = False
+        self.finished = False
+        self.keep = keep
+        self._kept: list[bytes] = []
+        self._size = 0
+
+    @property
+    def delivered(self) -> bytes:
+        return b"".join(self._kept)
 
     def put(self, chunk: bytes) -> None:
         if chunk and not self.closed:
+            if self._size < self.keep:
+                self._kept.append(chunk[: self.keep - self._size])
+                self._size += len(self._kept[-1])
             self.queue.put_nowait(chunk)
 
     def close(self) -> None:
         if not self.closed:
-            self.closed = True
+            self.closed = self.finished = True
             self.queue.put_nowait(None)
 
 
@@ -58,9 +72,16 @@ class AnswerStreams:
     async def open(self, content_type: str = "text/event-stream",
                    on_close: Callable[[], Awaitable[None]] | None = None) -> AnswerStream:
         await self.ensure()
+        return self.make(content_type, on_close)
+
+    def make(self, content_type: str = "text/event-stream", on_close: Callable[[], Awaitable[None]] | None = None,
+             keep: int = 1 << 20) -> AnswerStream:
+        """:meth:`open` without waiting, once :meth:`ensure` has run (from a callback: a bridge that
+        learns in the middle of an upstream answer that its client's answer must stream)."""
+        assert self.server is not None, "AnswerStreams.ensure() first"
         token = os.urandom(12).hex()
         s = self.streams[token] = AnswerStream(token, [("content-type", content_type), ("cache-control", "no-cache, no-transform"),
-                                                       ("x-accel-buffering", "no")], on_close)
+                                                       ("x-accel-buffering", "no")], on_close, keep)
         return s
 
     def route(self, flow, stream: AnswerStream) -> None:

@@ -14,6 +14,8 @@ except the protocol version itself.
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Mapping
 
 from .. import revisions
@@ -53,3 +55,95 @@ def request_headers(headers: Mapping[str, str], client_rev: str | None, server_r
                 removes.append(name)
                 changes.append(Change(pointer=f"header:{name}", action="drop", rule="TR-mcp-param-headers"))
     return sets, removes, changes
+
+
+# -- upgrade direction: the 2026-07-28 routing headers of a request mcpx sends for a legacy client --
+#: the methods whose ``Mcp-Name`` mirrors a param (docs/specification/2026-07-28/basic/transports/streamable-http.mdx:290)
+NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.S)
+_HEADER_SAFE = re.compile(r"^[\x20-\x7E]*$")
+#: RFC 9110 token: the characters an ``x-mcp-header`` value (a header name suffix) may hold
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_SINGLE = frozenset({"items", "contains", "unevaluatedItems", "additionalProperties", "propertyNames",
+                     "unevaluatedProperties", "not", "if", "then", "else", "contentSchema"})
+_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_MAP = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
+
+
+def encode_header_value(value: str) -> str:
+    """A header value for ``value``: as it is when it is visible ASCII (spaces inside allowed) without
+    outer whitespace and does not look like the sentinel, else ``=?base64?<base64 of UTF-8>?=``
+    (REVISIONS.md TR-mcp-method-name, streamable-http.mdx:495)."""
+    if _HEADER_SAFE.match(value) and value == value.strip() and not _SENTINEL.match(value):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def x_mcp_header_map(input_schema: object) -> dict[tuple[str, ...], str] | None:
+    """``{property path: header token}`` of a tool's ``x-mcp-header`` annotations (TR-mcp-param-headers,
+    streamable-http.mdx:356, schema/2026-07-28/schema.ts:1997), or None when one annotation is
+    invalid (then a 2026 client drops the tool and a server validates nothing, streamable-http.mdx:403).
+
+    Valid: on a property reached from the root by ``properties`` keys only, a non-empty RFC 9110
+    token, on a string/integer/boolean property, unique ignoring case."""
+    out: dict[tuple[str, ...], str] = {}
+    seen: set[str] = set()
+    stack: list[tuple[tuple[str, ...] | None, object]] = [((), input_schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if "x-mcp-header" in node:
+            token = node["x-mcp-header"]
+            if not path or not isinstance(token, str) or not _TOKEN.match(token) \
+                    or node.get("type") not in ("string", "integer", "boolean") or token.lower() in seen:
+                return None
+            seen.add(token.lower())
+            out[path] = token
+        for kw, val in node.items():
+            if kw == "properties" and isinstance(val, dict):
+                stack.extend(((*path, k) if path is not None else None, sub) for k, sub in val.items())
+            elif kw in _SINGLE:
+                stack.append((None, val))
+            elif kw in _LIST and isinstance(val, list):
+                stack.extend((None, sub) for sub in val)
+            elif kw in _MAP and isinstance(val, dict):
+                stack.extend((None, sub) for sub in val.values())
+    return out
+
+
+def _rendered(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)  # as mcp 2.3.0 renders it (mcp/shared/inbound.py _render_header_scalar)
+    return None
+
+
+def upgrade_headers(method: str, params: dict, param_map: dict[tuple[str, ...], str] | None) -> tuple[dict[str, str], list[Change]]:
+    """The routing headers a 2026-07-28 server requires on a request (upgrade direction of
+    TR-mcp-method-name and TR-mcp-param-headers), consistent with the body, and their records:
+    ``Mcp-Method``; ``Mcp-Name`` for tools/call, prompts/get (params.name) and resources/read
+    (params.uri); ``Mcp-Param-<token>`` for each annotated tools/call argument present and not
+    null (``param_map``: :func:`x_mcp_header_map` of the tool's inputSchema). Header values never
+    enter a record."""
+    headers = {"Mcp-Method": method}
+    changes = [Change(pointer="header:Mcp-Method", action="synthesize", rule="TR-mcp-method-name", after=method)]
+    key = NAME_PARAMS.get(method)
+    if key and isinstance(params.get(key), str):
+        headers["Mcp-Name"] = encode_header_value(params[key])
+        changes.append(Change(pointer="header:Mcp-Name", action="synthesize", rule="TR-mcp-method-name",
+                              detail=f"mirrors params.{key}"))
+    args = params.get("arguments")
+    if method == "tools/call" and param_map and isinstance(args, dict):
+        for path, token in param_map.items():
+            node: object = args
+            for k in path:
+                node = node.get(k) if isinstance(node, dict) else None
+            text = _rendered(node) if node is not None else None
+            if text is None:
+                continue
+            headers[f"Mcp-Param-{token}"] = encode_header_value(text)
+            changes.append(Change(pointer=f"header:Mcp-Param-{token}", action="synthesize", rule="TR-mcp-param-headers",
+                                  detail=f"mirrors arguments.{'.'.join(path)} (x-mcp-header)"))
+    return headers, changes
