@@ -1,4 +1,4 @@
-"""Change records: one per dropped or rewritten field, and one per message passed through on error.
+"""Change records: one per dropped, rewritten or repaired field, and one per message passed through on error.
 
 A :class:`Change` is what a rule returns; the addon stamps it with the flow and session context
 (:meth:`Change.stamped`) and hands it to a :class:`ChangeLog` (JSON Lines file, mode 0600),
@@ -39,6 +39,7 @@ Action = Literal[
     "split",  # batch split into single messages
     "answer-locally",  # proxy answered instead of forwarding
     "synthesize",  # added a field or header the receiver requires and the sender did not send
+    "repair",  # a value every revision rejects, rewritten to the one thing it can mean (mcpx_core.repair)
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
 ]
@@ -154,7 +155,8 @@ def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:
     counts: dict[str, int] = {}
     for c in changes:
         word = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
-                "answer-locally": "answered locally", "synthesize": "added", "keep": "kept", "passthrough": "passed through"}[c.action]
+                "answer-locally": "answered locally", "synthesize": "added", "repair": "repaired", "keep": "kept",
+                "passthrough": "passed through"}[c.action]
         counts[word] = counts.get(word, 0) + 1
     parts = [f"{n} {w}" for w, n in counts.items()]
     return ", ".join(parts) + (f" for {to_rev}" if to_rev else "")

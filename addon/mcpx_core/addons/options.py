@@ -41,6 +41,10 @@ class Options:
                           choices=["text", "embed"])
         loader.add_option("mcpx_keep_original", int, 1 << 20,
                           "Keep up to this many bytes of each original body on the flow for inspection (0: none).")
+        loader.add_option("mcpx_repair", bool, True,
+                          "Repair values every revision rejects and that can mean one thing only ([] for an object, null for an "
+                          "optional member, a required member the specification gives a default), in both directions, and log "
+                          "each (action repair); off: messages are only downgraded.")
         loader.add_option("mcpx_pin", Sequence[str], [],
                           "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
 
@@ -53,6 +57,8 @@ class Options:
                 raise exceptions.OptionsError(f"{name} must be one of {', '.join(allowed)}, not {getattr(ctx.options, name)!r}")
         if "mcpx_policy" in updated:
             st.rewriter.policy = ctx.options.mcpx_policy
+        if "mcpx_repair" in updated:
+            st.rewriter.repair = ctx.options.mcpx_repair
         if "mcpx_audio" in updated:
             st.rewriter.options["audio"] = ctx.options.mcpx_audio
         if "mcpx_pin" in updated:
