@@ -54,6 +54,7 @@ from typing import Any, Callable
 
 from . import revisions
 from .changes import Change, summarize
+from .downgrade import _params_schema, classify
 from .rules.api import escape
 
 RULE_EMPTY_ARRAY = "REPAIR-empty-array-object"
@@ -207,13 +208,16 @@ class Checker:
         self._cells: dict[str, list] = {}
         self._nodes: dict[int, tuple[dict, Check | None]] = {}
         self._def_names = {id(v): k for k, v in model.defs.items()}
+        self._requests = frozenset(model.requests.values())
+        self._notifications = frozenset(model.notifications.values())
+        self._keep: list = []  # nodes made here, kept alive (their ids key the caches)
 
     def named(self, name: str) -> Check | None:
         """The check of definition ``name`` (None: it accepts every value)."""
         cell = self._cells.get(name)
         if cell is None:
             cell = self._cells[name] = [None, True]  # [check, compiling]
-            cell[0] = self.compile(self.model.defs.get(name) or {})
+            cell[0] = self.compile(self._definition(name))
             cell[1] = False
         if cell[1]:  # a definition that refers to itself: resolved when called
             def deferred(v: Any, cell: list = cell) -> Plan | None:
@@ -221,6 +225,24 @@ class Checker:
                 return fn(v) if fn is not None else None
             return deferred
         return cell[0]
+
+    def _definition(self, name: str) -> dict:
+        """Definition ``name``; a request or notification whose ``params`` redeclare the base
+        type's get the base ``_meta`` back, as the downgrade reads them (``downgrade._params_schema``:
+        schema.json loses it, schema/2024-11-05/schema.ts:21 keeps it)."""
+        node = self.model.defs.get(name) or {}
+        base = "Request" if name in self._requests else "Notification" if name in self._notifications else None
+        props = node.get("properties")
+        if base is None or not isinstance(props, dict) or "params" not in props:
+            return node
+        params = _params_schema(self.model, name, base)
+        if params is props["params"]:
+            return node
+        out = dict(node)
+        out["properties"] = {**props, "params": params}
+        self._def_names[id(out)] = name
+        self._keep.append(out)
+        return out
 
     def compile(self, node: Any) -> Check | None:
         """The check of one schema node (None: it accepts every value)."""
@@ -489,17 +511,26 @@ class Checker:
             return lambda v: None  # a member that accepts everything
         disc = self._discriminator(members)
         names = [self.model.ref_name(m["$ref"]) if isinstance(m, dict) and "$ref" in m else None for m in members]
+        shapes = [self._shape(m) for m in members]
 
         def check(v: Any) -> Plan | None:
-            if disc is not None and v.__class__ is dict:
-                key, table = disc
-                try:
-                    fn = table.get(v.get(key), _NO)
-                except TypeError:  # an unhashable discriminator value
-                    fn = _NO
-                if fn is _NO:
-                    return _fail(f"{key} {_short(v.get(key))} names no member of the union")
-                return fn(v)
+            if v.__class__ is dict:
+                if disc is not None:
+                    key, table = disc
+                    try:
+                        fn = table.get(v.get(key), _NO)
+                    except TypeError:  # an unhashable discriminator value
+                        fn = _NO
+                    if fn is _NO:
+                        return _fail(f"{key} {_short(v.get(key))} names no member of the union")
+                    return fn(v)
+                # the member the value's keys name (as the downgrade walk picks it): repaired toward it
+                scores = [_score(shape, v) for shape in shapes]
+                best = max(scores)
+                if best > 0 and scores.count(best) == 1:
+                    p = fns[scores.index(best)](v)
+                    if p is None or not p.errors:
+                        return p
             plans = []
             for fn in fns:
                 p = fn(v)
@@ -511,12 +542,35 @@ class Checker:
                 if len({p.key() for p in ok}) == 1:
                     return ok[0]
                 return _fail("fits several members of the union only after different repairs")
-            best = min(range(len(plans)), key=lambda i: len(plans[i].errors))
-            if names[best] is None and len(plans) > 1:
+            best_plan = min(range(len(plans)), key=lambda i: len(plans[i].errors))
+            if names[best_plan] is None and len(plans) > 1:
                 return _fail("fits no member of the union")
-            return plans[best]
+            return plans[best_plan]
 
         return check
+
+    def _shape(self, member: Any) -> tuple[frozenset, frozenset, dict] | None:
+        """(declared members, required members without a default, {member: allowed constants}) of
+        an object member of a union, for :func:`_score`; None for other members."""
+        node = member
+        name = ""
+        if isinstance(member, dict) and "$ref" in member:
+            name = self.model.ref_name(member["$ref"])
+            node = self.model.defs.get(name)
+        if not isinstance(node, dict) or not isinstance(node.get("properties"), dict):
+            return None
+        props = node["properties"]
+        defaults = dict(_defaults(self.model.revision, name)) if name else {}
+        consts = {}
+        for k, sub in props.items():
+            if isinstance(sub, dict) and "$ref" in sub:
+                sub = self.model.defs.get(self.model.ref_name(sub["$ref"])) or {}
+            if isinstance(sub, dict) and ("const" in sub or "enum" in sub):
+                vals = [sub["const"]] if "const" in sub else sub["enum"]
+                if all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in vals):
+                    consts[k] = frozenset(vals)
+        required = frozenset(r for r in node.get("required") or () if r not in defaults)
+        return frozenset(props), required, consts
 
     def _discriminator(self, members: list) -> tuple[str, dict] | None:
         """(key, {constant: check}) when every member is an object definition with a distinct
@@ -535,6 +589,30 @@ class Checker:
                 if table:
                     return key, table
         return None
+
+
+def _score(shape: tuple[frozenset, frozenset, dict] | None, value: dict) -> int:
+    """How well an object fits a union member (the downgrade's ``_fit`` at depth 0): -1 when a
+    required member is missing or a constant is not met, else how many of its keys the member
+    declares (``_meta`` aside)."""
+    if shape is None:
+        return -1
+    props, required, consts = shape
+    if not required <= value.keys():
+        return -1
+    score = 0
+    for k, x in value.items():
+        if k in props:
+            allowed = consts.get(k)
+            if allowed is not None:
+                try:
+                    if x not in allowed or x.__class__ is bool:
+                        return -1
+                except TypeError:
+                    return -1
+            if k != "_meta":
+                score += 1
+    return score
 
 
 def _all_of(parts: list[Check]) -> Check:
@@ -559,8 +637,8 @@ def target(message: dict, kind: str, method: str | None, to_rev: str, direction:
     checked against, or None when the receiver's schema names none (an undefined method).
 
     A result is typed by the request it answers (``method``, :meth:`SchemaModel.result_def`: a
-    2026-07-28 result whose ``resultType`` is "input_required" as ``InputRequiredResult``, one
-    with an extension's value as the base ``Result``). Without ``method``, by its shape: the member of the ServerResult (s2c) / ClientResult (c2s)
+    2026-07-28 result whose ``resultType`` is "input_required" as ``InputRequiredResult``).
+    Without ``method``, by its shape: the member of the ServerResult (s2c) / ClientResult (c2s)
     union whose required members it has (those :func:`defaults_for` gives aside) and whose
     properties name most of its keys (the first on a tie; the bare ``Result`` last).
     """
@@ -572,15 +650,14 @@ def target(message: dict, kind: str, method: str | None, to_rev: str, direction:
         name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in model.defs else "JSONRPCError"
         return (name, "") if name in model.defs else None
     result = message.get("result")
-    if kind != "result" or not isinstance(result, dict):
-        return ("Result", "result") if kind == "result" and "Result" in model.defs else None
+    if kind != "result":
+        return None
+    if not isinstance(result, dict):
+        return model.result_def(method, result), "result"
     if method:
         return model.result_def(method, result), "result"
-    rt = result.get("resultType", "complete")
-    if rt == "input_required" and "InputRequiredResult" in model.defs:
+    if result.get("resultType") == "input_required" and "InputRequiredResult" in model.defs:
         return "InputRequiredResult", "result"
-    if rt != "complete":
-        return model.result_def(None, result), "result"
     return _by_shape(model, result, "ServerResult" if direction == "s2c" else "ClientResult"), "result"
 
 
@@ -649,6 +726,7 @@ def repair(message: dict, kind: str, method: str | None, to_rev: str, direction:
     body) that is validated as empty. Raises nothing for data problems."""
     if not revisions.is_known(to_rev):
         return []
+    kind = classify(message) or kind  # the downgrade may have made a result an error (RES-resultType)
     tgt = target(message, kind, method, to_rev, direction)
     if tgt is None:
         return []
@@ -673,7 +751,7 @@ def repair(message: dict, kind: str, method: str | None, to_rev: str, direction:
     prefix = f"/{where}" if where else ""
     if plan.errors:
         return _invalid(plan, prefix, to_rev, name)
-    return _apply(value, plan, prefix, to_rev, name)
+    return _apply(value, plan, prefix, to_rev, name, message)
 
 
 def _lacks_default(result: dict, to_rev: str, name: str) -> bool:
@@ -698,22 +776,24 @@ def _invalid(plan: Plan, prefix: str, to_rev: str, name: str) -> list[Change]:
     return out
 
 
-def _apply(value: dict, plan: Plan, prefix: str, to_rev: str, name: str) -> list[Change]:
+def _apply(value: Any, plan: Plan, prefix: str, to_rev: str, name: str, holder: Any = None) -> list[Change]:
+    """Carry out ``plan`` on ``value`` (``holder``: the container of ``value`` under ``prefix``'s
+    last token, for a fix of ``value`` itself: ``"result": []``)."""
     out = []
     for path, kind, default in plan.fixes:
         ptr = _pointer(prefix, path)
+        parent, key = (holder, prefix[1:]) if not path else _parent(value, path)
         if kind == EMPTY_ARRAY:
-            parent, key = _parent(value, path)
             parent[key] = {}
+            if not path:
+                value = parent[key]  # the fixes that follow are inside the new object
             out.append(Change(pointer=ptr, action="repair", rule=RULE_EMPTY_ARRAY, before="[]", after="{}",
                               detail=f"[] where {to_rev} {name} requires an object (an empty map written as an array): the empty object"))
         elif kind == NULL_OPTIONAL:
-            parent, key = _parent(value, path)
             del parent[key]
             out.append(Change(pointer=ptr, action="repair", rule=RULE_NULL_OPTIONAL, before="null",
                               detail=f"null is no value of this optional member in {to_rev} {name}: removed (absent)"))
         else:
-            parent, key = _parent(value, path)
             parent[key] = default
             d = _DEFAULT.get(key)
             out.append(Change(pointer=ptr, action="repair", rule=RULE_REQUIRED_DEFAULT, after=summarize(default),

@@ -119,20 +119,15 @@ class SchemaModel:
 
     def result_def(self, method: str | None, result: Any = None) -> str:
         """The definition a ``result`` value answering ``method`` is an instance of (None: the
-        request is unknown -> "Result"): :meth:`result_for`, except where results carry a
-        ``resultType`` (2026-07-28): "input_required" names ``InputRequiredResult`` when the
+        request is unknown -> "Result"): :meth:`result_for`, except that where results carry a
+        ``resultType`` (2026-07-28), "input_required" names ``InputRequiredResult`` when the
         method's response admits it (``<X>ResultResponse.result`` is ``InputRequiredResult | X``,
-        e.g. CallToolResultResponse; schema/2026-07-28/schema.ts:584), and a value other than
-        "complete" or "input_required" (an extension's, schema/2026-07-28/schema.ts:216) the base
-        ``Result``: the schema says nothing more of it."""
+        e.g. CallToolResultResponse; schema/2026-07-28/schema.ts:584). Any other value (an open
+        string, schema/2026-07-28/schema.ts:216) leaves the method's result type."""
         name = self.result_for(method) if method else "Result"
-        if not isinstance(result, dict) or "InputRequiredResult" not in self.defs:
-            return name
-        rt = result.get("resultType")
-        if rt == "input_required":
-            return "InputRequiredResult" if "InputRequiredResult" in self._response_members(name) else name
-        if isinstance(rt, str) and rt != "complete":
-            return "Result"
+        if isinstance(result, dict) and result.get("resultType") == "input_required" \
+                and "InputRequiredResult" in self._response_members(name):
+            return "InputRequiredResult"
         return name
 
     def _response_members(self, name: str) -> frozenset[str]:

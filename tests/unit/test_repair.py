@@ -74,10 +74,15 @@ def test_input_required_result_gets_no_defaults():
         assert out is None and exch.changes == []
 
 
-def test_extension_result_type_is_checked_as_a_bare_result():
-    body = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"x-task","taskId":"t1","x":null}}'
+def test_another_result_type_leaves_the_method_s_result_type():
+    """resultType is an open string (schema/2026-07-28/schema.ts:216): a value other than
+    input_required is still the method's result (ListToolsResult), repaired as one."""
+    body = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"x-task","tools":[],"nextCursor":null}}'
     out, exch = s2c(E, E, "tools/list", body)
-    assert out is None and exch.changes == []
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"x-task","tools":[],"ttlMs":0,"cacheScope":"private"}}'
+    assert keys(exch) == [("/result/ttlMs", "repair", "REPAIR-required-default"),
+                          ("/result/cacheScope", "repair", "REPAIR-required-default"),
+                          ("/result/nextCursor", "repair", "REPAIR-null-optional")]
 
 
 def test_null_optional_members_at_every_depth():
@@ -260,3 +265,42 @@ def test_priming_event_still_dropped_whole():
     empty-data event to httpx-sse, what the rule prevents)."""
     rw, exch = _exchange(C, C)
     assert rw.sse(exch).whole(b"id: p1\nretry: 100\ndata:\n\n") == b": mcpx: message not delivered to this client revision\n\n"
+
+
+# -- downgrade rules that read a value before the repair stage: they read it as it means ---------------
+def test_tool_title_moves_into_wire_format_annotations():
+    """TOOL-title (a 2025-06-18 server, a 2025-03-26 client): annotations sent as null, [] or with a
+    null title are read as absent / {} / without title, so the title still moves into them (a null
+    annotations made the rule raise before: the body passed through untouched)."""
+    body = (b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","title":"A","inputSchema":{"type":"object"},"annotations":null},'
+            b'{"name":"b","title":"B","inputSchema":{"type":"object"},"annotations":[]},'
+            b'{"name":"c","title":"C","inputSchema":{"type":"object"},"annotations":{"title":null}},'
+            b'{"name":"d","title":null,"inputSchema":{"type":"object"}}]}}')
+    out, exch = s2c(C, B, "tools/list", body)
+    assert out == (b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"annotations":{"title":"A"}},'
+                   b'{"name":"b","inputSchema":{"type":"object"},"annotations":{"title":"B"}},'
+                   b'{"name":"c","inputSchema":{"type":"object"},"annotations":{"title":"C"}},{"name":"d","inputSchema":{"type":"object"}}]}}')
+    assert keys(exch) == [("/result/tools/0/annotations", "repair", "REPAIR-null-optional"),
+                          ("/result/tools/0/title", "rewrite", "TOOL-title"),
+                          ("/result/tools/1/annotations", "repair", "REPAIR-empty-array-object"),
+                          ("/result/tools/1/title", "rewrite", "TOOL-title"),
+                          ("/result/tools/2/annotations/title", "repair", "REPAIR-null-optional"),
+                          ("/result/tools/2/title", "rewrite", "TOOL-title"),
+                          ("/result/tools/3/title", "drop", "TOOL-title")]
+
+
+def test_structured_content_wire_values_from_a_2025_sender():
+    """structuredContent [] / null from a sender whose revision requires an object: {} / absent, not
+    a text block of "[]" / "null" (SC-structuredContent-any is for 2026 values of any type)."""
+    out, exch = s2c(C, C, "tools/call", b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":[]}}')
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{}}}'
+    assert keys(exch) == [("/result/structuredContent", "repair", "REPAIR-empty-array-object")]
+    out, exch = s2c(C, C, "tools/call", b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":null}}')
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'
+    assert keys(exch) == [("/result/structuredContent", "repair", "REPAIR-null-optional")]
+    out, exch = s2c(C, B, "tools/call", b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":[]}}')
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{}"}]}}'
+    assert keys(exch) == [("/result/content/0", "rewrite", "SC-structuredContent"), ("/result/structuredContent", "drop", "SC-structuredContent")]
+    out, exch = s2c(E, D, "tools/call", b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"structuredContent":[]}}')
+    assert out == b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"[]"}]}}'  # a 2026 array: a value
+    assert [k[2] for k in keys(exch)] == ["SC-structuredContent-any", "SC-structuredContent-any", "RES-resultType"]
