@@ -36,3 +36,14 @@ def test_outstanding_request_ids_are_bounded_per_session():
         s.remember("c2s", i, "tools/call")
     assert len(s.pending) == MAX_PENDING == 1024
     assert s.answer("c2s", 0) is None and s.answer("c2s", MAX_PENDING + 9) == "tools/call"
+
+
+def test_repair_option():
+    """mcpx_repair (on by default) switches the repair stage of the shared rewriter."""
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        assert tctx.options.mcpx_repair is True and addon.state.rewriter.repair is True
+        tctx.configure(addon, mcpx_repair=False)
+        assert addon.state.rewriter.repair is False
+        tctx.configure(addon, mcpx_repair=True)
+        assert addon.state.rewriter.repair is True
