@@ -13,10 +13,12 @@ Kinds of repair (action ``repair``, one rule id each):
 - ``REPAIR-empty-array-object``: ``[]`` where the receiver's schema requires an object and allows no
   array becomes ``{}``. PHP's ``json_encode`` writes an empty map as ``[]``; no other reading
   exists (a non-empty array is never rewritten). E.g. ``Tool.inputSchema.properties``
-  (schema/2025-06-18/schema.ts Tool; shared/cases B17), ``CallToolRequest.params.arguments`` (B18).
+  (data/2025-06-18/schema.json:2369-2380; shared/cases B17), ``CallToolRequest.params.arguments``
+  (data/2025-06-18/schema.json:133-141; B18).
 - ``REPAIR-null-optional``: ``null`` for an optional member whose schema does not allow null is
   removed: absent is the only meaning the schema can carry for it (``ElicitResult.content`` on a
-  cancel, schema/2025-06-18/schema.ts ElicitResult; B23). ``null`` as a map value
+  cancel, data/2025-06-18/schema.json:609-642; B23; a 2025-11-25+ error's ``"id": null``,
+  JSONRPCErrorResponse.id optional, schema/2025-11-25/schema.ts:161). ``null`` as a map value
   (``additionalProperties``) or an array element is not a member, and is never removed.
 - ``REPAIR-required-default``: a required member is missing and the specification says what its
   absence means (:data:`DEFAULTS`, :func:`defaults_for`): that value is added (B21).
@@ -34,8 +36,12 @@ open unless ``additionalProperties`` says otherwise), compiled once per revision
 ``allOf``, the only keywords the five schemas use besides ``format`` (not checked, as by default
 in JSON Schema). ``integer`` in a list of types reads ``number`` (REVISIONS.md 5.26
 SCHEMA-number-integer, schema/2025-06-18/schema.ts:1556). A union whose members are told apart by
-a ``type`` or ``method`` constant is checked against the member named; any other union is valid
-when a member is, and repaired only when exactly one member (or several alike) becomes valid.
+a ``type`` or ``method`` constant is checked against the member named. Any other union: the member
+the value's keys name (as the downgrade walk picks it: its required members present, its constants
+met, most keys declared; one such member only) is checked, and the value repaired toward it; when
+that member fails beyond repair, the value is valid when any member is, and repaired only when
+exactly one member (or several alike) becomes valid. Params that redeclare the base type get the
+base ``_meta`` back, as the downgrade reads them (``downgrade._params_schema``).
 
 Cost (``bench``, validation alone, against ``orjson.loads`` of the same body): text results
 0.1x, image results 0.02x, ``tools/list`` of 1 KB tools 0.6x (about 6 us per tool). So every
@@ -140,7 +146,6 @@ def _compute_defaults(revision: str, definition: str) -> tuple[tuple[str, Any], 
 
 # -- plans: what a checker found ----------------------------------------------------------------
 EMPTY_ARRAY, NULL_OPTIONAL, REQUIRED_DEFAULT = "empty-array", "null", "default"
-_RULES = {EMPTY_ARRAY: RULE_EMPTY_ARRAY, NULL_OPTIONAL: RULE_NULL_OPTIONAL, REQUIRED_DEFAULT: RULE_REQUIRED_DEFAULT}
 
 
 class Plan:
