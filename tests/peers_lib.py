@@ -68,6 +68,17 @@ def peers_missing() -> list[str]:
     return [str(p) for p in need if not p.exists()]
 
 
+def require(missing: list[str], fix: str = "run scripts/setup.sh") -> None:
+    """Fail the test (under CI or MCPX_REQUIRE_PEERS=1) or skip it when anything is `missing`."""
+    if not missing:
+        return
+    import pytest
+
+    if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
+        pytest.fail(f"test peers missing: {missing}; {fix}")
+    pytest.skip(f"test peers missing: {missing}; {fix}")
+
+
 def _node() -> str:
     node = shutil.which("node")
     if not node:

@@ -40,6 +40,7 @@ Action = Literal[
     "answer-locally",  # proxy answered instead of forwarding
     "synthesize",  # added a field or header the receiver requires and the sender did not send
     "repair",  # a value every revision rejects, rewritten to the one thing it can mean (mcpx_core.repair)
+    "bridge",  # a cross-era translation over several messages (upstream handshake, input_required, listen)
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
 ]
@@ -155,8 +156,8 @@ def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:
     counts: dict[str, int] = {}
     for c in changes:
         word = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
-                "answer-locally": "answered locally", "synthesize": "added", "repair": "repaired", "keep": "kept",
-                "passthrough": "passed through"}[c.action]
+                "answer-locally": "answered locally", "synthesize": "added", "repair": "repaired", "bridge": "bridged",
+                "keep": "kept", "passthrough": "passed through"}[c.action]
         counts[word] = counts.get(word, 0) + 1
     parts = [f"{n} {w}" for w, n in counts.items()]
     return ", ".join(parts) + (f" for {to_rev}" if to_rev else "")

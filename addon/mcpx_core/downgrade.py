@@ -694,3 +694,25 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
             out.changes[:0] = walk.changes
             return out
     return Outcome(message, walk.changes)
+
+
+def downgrade_params(params: dict, method: str, from_rev: str, to_rev: str, direction: Direction,
+                     policy: Policy = "strict", options: dict | None = None) -> tuple[dict, list[Change]]:
+    """The ``params`` of a ``method`` request walked as ``to_rev`` defines them, without the
+    message-level rules (for a request carried inside another message: the embedded requests of a
+    2026-07-28 InputRequiredResult, schema/2026-07-28/schema.ts:2185). Returns (params, records);
+    unknown methods are returned as they are."""
+    walk = Walk(from_rev, to_rev, direction, policy, options)
+    walk.kind = "request"
+    name = walk.model.requests.get(method)
+    pschema = _params_schema(walk.model, name, "Request") if name else None
+    if not pschema or not isinstance(params, dict):
+        return params, []
+    try:
+        for hook in TYPE_HOOKS.get(name + ".params", ()):
+            params = hook.fn(walk, params, "/params", pschema)
+        out = walk.node(params, pschema, "/params", name)
+    except Reject as r:
+        walk.log(r.pointer, "drop-message", r.rule, detail=r.message)
+        raise
+    return out, walk.changes

@@ -13,8 +13,8 @@ naming what they are for and the flow they serve) and show in mitmweb and ``-w``
 other flow; mcpx never rewrites them a second time.
 
 Credentials: a request made on the client's behalf (``on_behalf=True``) carries the client's
-``Authorization`` and ``Cookie`` headers, and only to the origin of the flow it serves (the only
-origin mcpx ever sends to); other requests carry none. No header value is ever logged.
+``Authorization``, ``Cookie`` and ``Origin`` headers, and only to the origin of the flow it serves
+(the only origin mcpx ever sends to); other requests carry none. No header value is ever logged.
 
 Errors: :meth:`Sender.send` raises :class:`UpstreamError` (``reason``: e.g. mitmproxy's
 "Certificate verify failed" message, a timeout, no live proxy) and never anything else.
@@ -35,8 +35,9 @@ logger = logging.getLogger("mcpx")
 #: request headers never copied from a client request onto one mcpx originates
 _HOP = frozenset({"content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "upgrade",
                   "te", "trailer", "proxy-authorization", "proxy-connection"})
-#: headers that carry the client's credentials (copied only on the client's behalf, same origin)
-CREDENTIALS = ("authorization", "cookie")
+#: the client's headers a request made on its behalf carries (same origin only): its credentials, and
+#: its Origin (a server checks it against DNS rebinding: a request mcpx sends must not slip past that)
+ON_BEHALF = ("authorization", "cookie", "origin")
 ORIGIN = "mcpx"
 
 
@@ -66,6 +67,8 @@ class _Own:
     on_chunk: Callable[[bytes], None] | None = None
     received: list[bytes] = field(default_factory=list)
     streamed: bool = False
+    handler: Any = None
+    task: asyncio.Task | None = None
 
 
 def is_own(flow: http.HTTPFlow) -> bool:
@@ -106,7 +109,7 @@ class Sender:
         out = {"host": src.get("host", parent.request.host_header or parent.request.host),
                "content-type": "application/json", "accept": "application/json, text/event-stream"}
         if on_behalf:
-            for name in CREDENTIALS:
+            for name in ON_BEHALF:
                 if name in src:
                     out[name] = src[name]
         for k, v in extra.items():
@@ -149,6 +152,7 @@ class Sender:
         own = self.own[flow.id] = _Own(on_chunk=on_chunk)
         handler = ReplayHandler(flow, ctx.options)
         task = asyncio.get_running_loop().create_task(handler.replay())
+        own.handler, own.task = handler, task
         waits = {task} if stop is None else {task, stop}
         try:
             done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -178,6 +182,12 @@ class Sender:
             raise UpstreamError(flow.error.msg if flow.error else "no response")
         body = b"".join(own.received) if own.streamed else (resp.get_content(strict=False) or b"")
         return Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, body, flow)
+
+    def abort(self, flow_id: str) -> None:
+        """End a request mcpx sent that still runs (e.g. a stream nobody reads any more)."""
+        own = self.own.get(flow_id)
+        if own is not None and own.task is not None and not own.task.done():
+            self._abort(own.handler, own.task, flow_id)
 
     def _abort(self, handler: Any, task: asyncio.Task, flow_id: str) -> None:
         self.own.pop(flow_id, None)

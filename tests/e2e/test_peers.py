@@ -8,7 +8,6 @@ properties forbidden.
 """
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -64,11 +63,7 @@ FIXED = {
 
 @pytest.fixture(scope="module")
 def servers():
-    missing = peers_lib.peers_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}; run scripts/setup_peers.sh")
-        pytest.skip(f"test peers missing: {missing}; run scripts/setup_peers.sh")
+    peers_lib.require(peers_lib.peers_missing(), "run scripts/setup_peers.sh")
     ev = peers_lib.start_everything_server()
     py = peers_lib.start_py_server()
     # the same server without sessions and with application/json answers: mcpx keys state by client

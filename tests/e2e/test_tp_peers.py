@@ -9,7 +9,6 @@ passes directly passes, and every message mcpx delivers validates against the re
 """
 from __future__ import annotations
 
-import os
 import pytest
 
 import peers_lib as pl
@@ -19,17 +18,9 @@ from schema_check import message_errors
 pytestmark = pytest.mark.peers
 
 
-def _need_peers() -> None:
-    missing = pl.peers_missing() + pl.tp_missing()
-    if missing:
-        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
-            pytest.fail(f"test peers missing: {missing}; run scripts/setup_peers.sh")
-        pytest.skip(f"test peers missing: {missing}; run scripts/setup_peers.sh")
-
-
 @pytest.fixture(scope="module")
 def servers():
-    _need_peers()
+    pl.require(pl.peers_missing() + pl.tp_missing())
     ev = pl.start_everything_server()
     py = pl.start_py_server()
     stateless = pl.start_py_server(stateless=True, json_response=True)

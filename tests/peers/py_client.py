@@ -15,6 +15,7 @@ Exit 0 once connected; 2 on usage or connection failure.
 
 import inspect
 import json
+import os
 import sys
 from contextlib import AsyncExitStack
 from datetime import timedelta
@@ -25,6 +26,7 @@ import anyio
 import mcp.types as types
 from mcp import ClientSession
 from pydantic import ValidationError
+from peer_common import error_info, sample_value
 
 try:  # mcp < 2
     from mcp.client.streamable_http import streamablehttp_client as _transport
@@ -42,26 +44,6 @@ def dump(obj: Any) -> Any:
     if hasattr(obj, "model_dump"):
         return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
     return obj
-
-
-def sample_value(name: str, prop: dict[str, Any]) -> Any:
-    if "default" in prop:
-        return prop["default"]
-    if prop.get("enum"):
-        return prop["enum"][0]
-    if prop.get("oneOf"):
-        return prop["oneOf"][0].get("const")
-    kind = prop.get("type")
-    if kind == "boolean":
-        return True
-    if kind in ("integer", "number"):
-        return prop.get("minimum", 1)
-    if kind == "array":
-        items = prop.get("items") or {}
-        opts = items.get("enum") or [o.get("const") for o in items.get("anyOf") or items.get("oneOf") or []]
-        return opts[:1]
-    fmt = {"email": "test@example.com", "uri": "https://example.com/", "date": "2000-01-01"}
-    return fmt.get(prop.get("format"), "Test User" if name == "name" else "test")
 
 
 def make_callbacks(options: dict[str, Any]) -> dict[str, Any]:
@@ -131,17 +113,15 @@ async def run_op(session: ClientSession, op: dict[str, Any]) -> Any:
         return await session.list_resource_templates()
     if kind == "ping":
         return await session.send_ping()
+    if kind == "signal":  # control op: create the file op["path"] (a test waits for it)
+        open(op["path"], "w").close()
+        return {}
+    if kind == "waitFor":  # control op: wait until the file op["path"] exists (a test creates it)
+        with anyio.fail_after(op.get("timeoutMs", 60000) / 1000):
+            while not os.path.exists(op["path"]):
+                await anyio.sleep(0.025)
+        return {}
     raise ValueError(f"unknown op {kind!r}")
-
-
-def error_info(exc: BaseException) -> dict[str, Any]:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    info: dict[str, Any] = {"error": str(exc) or type(exc).__name__, "errorType": type(exc).__name__}
-    err = getattr(exc, "error", None)
-    if err is not None and getattr(err, "code", None) is not None:
-        info["code"] = err.code
-    return info
 
 
 async def main(url: str, ops: list[dict[str, Any]], options: dict[str, Any], report: dict[str, Any]) -> None:

@@ -54,6 +54,7 @@ os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
 
 import mcp.types as types  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
+from peer_common import error_info, sample_value  # noqa: E402
 
 CONTROL_OPS = ("sleep", "signal", "waitFor")
 server_requests: list[dict[str, Any]] = []
@@ -108,41 +109,8 @@ def jsonable(obj: Any, depth: int = 0) -> Any:
     return repr(obj)
 
 
-def error_info(exc: BaseException) -> dict[str, Any]:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    info: dict[str, Any] = {"error": str(exc) or type(exc).__name__, "errorType": type(exc).__name__}
-    err = getattr(exc, "error", None)
-    if err is not None and getattr(err, "code", None) is not None:
-        info["code"] = err.code
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause) and str(cause) not in info["error"]:
-        info["cause"] = f"{type(cause).__name__}: {cause}"[:2000]
-    return info
-
-
 def is_error_result(text: str, raised: str) -> dict[str, Any]:
     return {"isError": True, "content": [{"type": "text", "text": text}], "raisedBy": raised}
-
-
-def sample_value(name: str, prop: dict[str, Any]) -> Any:
-    if "default" in prop:
-        return prop["default"]
-    if prop.get("enum"):
-        return prop["enum"][0]
-    if prop.get("oneOf"):
-        return prop["oneOf"][0].get("const")
-    kind = prop.get("type")
-    if kind == "boolean":
-        return True
-    if kind in ("integer", "number"):
-        return prop.get("minimum", 1)
-    if kind == "array":
-        items = prop.get("items") or {}
-        opts = items.get("enum") or [o.get("const") for o in items.get("anyOf") or items.get("oneOf") or []]
-        return opts[:1]
-    fmt = {"email": "test@example.com", "uri": "https://example.com/", "date": "2000-01-01"}
-    return fmt.get(prop.get("format"), "Test User" if name == "name" else "test")
 
 
 class NoAPI(Exception):

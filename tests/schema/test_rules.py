@@ -438,3 +438,23 @@ def test_result_of_unknown_request_is_typed_by_fit():
     assert out.message == res({"content": [{"type": "resource", "resource": {
         "uri": "file:///a", "mimeType": "text/plain", "text": "Resource link (content not embedded): file:///a\nname: a"}}]}, id=99)
     assert [c.key() for c in out.changes] == [("/result/content/0", "rewrite", "CT-resource_link")]
+
+
+def test_upgrade_direction_toward_a_2026_client():
+    """Across eras (a legacy server's answers for a 2026-07-28 client, rules/upgrade.py): what 2026-07-28
+    requires is added (RES-resultType, and RES-ttlMs / RES-cacheScope where the result definition requires
+    them), and the legacy resource-not-found -32002 becomes -32602 (ERR-resource-not-found)."""
+    out = downgrade(res({"tools": []}), "result", "tools/list", D, E, "s2c")
+    assert out.message == res({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+    assert [(c.key(), c.after) for c in out.changes] == [
+        (("/result/resultType", "synthesize", "RES-resultType"), '"complete"'),
+        (("/result/ttlMs", "synthesize", "RES-ttlMs"), "0"),
+        (("/result/cacheScope", "synthesize", "RES-cacheScope"), '"private"')]
+    out = downgrade(res({"content": []}), "result", "tools/call", C, E, "s2c")
+    assert out.message == res({"content": [], "resultType": "complete"})
+    err = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32002, "message": "Resource not found", "data": {"uri": "x:/y"}}}
+    out = downgrade(copy.deepcopy(err), "error", "resources/read", D, E, "s2c")
+    assert out.message == {**err, "error": {**err["error"], "code": -32602}}
+    assert [(c.key(), c.before, c.after) for c in out.changes] == [(("/error/code", "rewrite", "ERR-resource-not-found"), "-32002", "-32602")]
+    # same era: nothing added (a 2026 server's answer to a 2026 client is what it is)
+    assert downgrade(res({"tools": []}), "result", "tools/list", E, E, "s2c").changes == []

@@ -39,3 +39,4 @@ class Expiry:
             self._task = None
         if self.state.log_file:
             self.state.log_file.close()
+        self.state.answers.stop()

@@ -30,6 +30,9 @@ class ServerResponses:
             st.sender.responseheaders(flow)
             return
         exch = st.exchanges.get(flow.id)
+        if exch is not None and exch.streamed and flow.response is not None:
+            flow.response.stream = True  # a stream mcpx writes (bridge/stream.py): through as it comes
+            return
         if exch is None or not exch.is_mcp or flow.response is None or exch.answered:
             return
         s = exch.session
@@ -87,6 +90,9 @@ class ServerResponses:
             return  # mcpx wrote this response itself, already for the client's revision
         if exch.initialize is not None:
             st.rewriter.session_learned(exch, resp.headers.get(SESSION_HEADER))
+        if resp.status_code == 404 and exch.session is not None and exch.session.bridge in st.bridges \
+                and hasattr(st.bridges[exch.session.bridge], "forget_session"):
+            st.bridges[exch.session.bridge].forget_session(exch.session)  # the server lost a bridge's upstream session
         if flow.request.method == "DELETE" and 200 <= resp.status_code < 300:
             if exch.session is not None and not exch.session.key.startswith("("):
                 st.closed.append(exch.session)

@@ -16,7 +16,11 @@ This module knows nothing of MCP.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
 
 BOM = b"\xef\xbb\xbf"
 #: the comment line that stands where an event's message was not delivered (:meth:`Event.with_data`)
@@ -290,3 +294,15 @@ def _make_event(raw: bytes, spans: list[tuple[int, int, int]], term: bytes) -> E
     payload = b"\n".join(data_parts) if has_data else None  # one data line: that slice itself
     return Event(raw=raw, spans=spans, payload=payload, event_type=ev_type, last_id=last_id,
                  terminator=term or b"\n")
+
+
+def json_values(events: Iterable[Event]) -> Iterator[Any]:
+    """The JSON value of each event's data, in order: events without data, blank ones (priming,
+    keep-alive) and data that is not JSON are skipped. A JSON-RPC batch comes out as one list."""
+    for ev in events:
+        if ev.payload is None or ev.blank():
+            continue
+        try:
+            yield orjson.loads(ev.payload)
+        except orjson.JSONDecodeError:
+            continue

@@ -42,7 +42,7 @@ def _allows(members: list[dict], typ: str, key: str) -> bool:
 
 def requested_schema(walk: Walk, params: dict, ptr: str, target: dict) -> dict:
     if params.get("mode") == "url" or "requestedSchema" not in params:
-        if "url" not in (target.get("properties") or {}):
+        if "url" not in (target.get("properties") or {}) and "ElicitRequestURLParams" not in walk.model.defs:
             # ELIC-url-mode (schema/2025-11-25/schema.ts:2189): never turned into a form
             raise Reject("ELIC-url-mode", f"{ptr}/mode", -32602,
                          f"mcpx: URL-mode elicitation cannot be expressed for an MCP {walk.to_rev} client")
