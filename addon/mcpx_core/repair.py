@@ -21,7 +21,8 @@ Kinds of repair (action ``repair``, one rule id each):
   JSONRPCErrorResponse.id optional, schema/2025-11-25/schema.ts:161). ``null`` as a map value
   (``additionalProperties``) or an array element is not a member, and is never removed.
 - ``REPAIR-required-default``: a required member is missing and the specification says what its
-  absence means (:data:`DEFAULTS`, :func:`defaults_for`): that value is added (B21).
+  absence means (:mod:`mcpx_core.defaults`: ``resultType`` "complete", ``ttlMs`` 0, ``cacheScope``
+  "private", each with its source; :func:`defaults_for`): that value is added (B21).
 
 All or nothing: the repairs of a message are applied only when the message then validates against
 the receiver's schema. Otherwise nothing is repaired, the message is delivered as the downgrade left
@@ -55,11 +56,11 @@ are checked at the result level only: their elements are not validated.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import revisions
 from .changes import Change, summarize
+from .defaults import BY_MEMBER, DEFAULTS, NO_DEFAULTS, Default, defaults_for  # noqa: F401  (defaults_for: repair's API too)
 from .downgrade import _params_schema, classify
 from .rules.api import escape
 
@@ -71,77 +72,8 @@ RULE_INVALID = "REPAIR-invalid"
 MAX_INVALID = 5
 
 
-@dataclass(frozen=True)
-class Default:
-    """What the specification says a missing required member means: ``value``; ``source`` cites it."""
-
-    member: str
-    value: Any
-    source: str
-
-
-#: Required members whose absence the specification gives a meaning to, in the order they are added.
-DEFAULTS: tuple[Default, ...] = (
-    # Result.resultType, required (schema/2026-07-28/schema.ts:234, open string :216): "when a client
-    # receives a result ... which does not include resultType, the client MUST treat the absent field
-    # as 'complete'" (docs/specification/2026-07-28/basic/index.mdx:85; the schema's own description)
-    Default("resultType", "complete", "schema/2026-07-28/schema.ts:234; docs/specification/2026-07-28/basic/index.mdx:85"),
-    # CacheableResult.ttlMs, required integer >= 0 (schema/2026-07-28/schema.ts:1094): "If ttlMs is
-    # absent, clients SHOULD assume a default of 0 (immediately stale)"
-    # (docs/specification/2026-07-28/server/utilities/caching.mdx:56)
-    Default("ttlMs", 0, "schema/2026-07-28/schema.ts:1094; docs/specification/2026-07-28/server/utilities/caching.mdx:56"),
-    # CacheableResult.cacheScope, required "public" | "private" (schema/2026-07-28/schema.ts:1109).
-    # The specification gives no reading of its absence; "private" is the only value that is never
-    # wrong (a private response cached per authorization context; "public" could share user data):
-    # REVISIONS.md RES-cacheScope (upgrade direction)
-    Default("cacheScope", "private", "schema/2026-07-28/schema.ts:1109; REVISIONS.md RES-cacheScope"),
-)
-_DEFAULT = {d.member: d for d in DEFAULTS}
-_ORDER = {d.member: i for i, d in enumerate(DEFAULTS)}
-#: definitions whose required members have no default: an InputRequiredResult without resultType
-#: would read as "complete" (docs/specification/2026-07-28/basic/index.mdx:85), which it is not
-NO_DEFAULTS = frozenset({"InputRequiredResult"})
-
-
-def defaults_for(definition: str, revision: str = revisions.LATEST) -> dict[str, Any]:
-    """{member: value} for the required members of ``definition`` (a definition name of
-    ``revision``'s schema, e.g. "ListToolsResult") that :data:`DEFAULTS` gives a value for and
-    whose schema accepts that value, in :data:`DEFAULTS` order. ``{}`` for an unknown definition.
-
-    E.g. ``defaults_for("ListToolsResult")`` -> ``{"resultType": "complete", "ttlMs": 0,
-    "cacheScope": "private"}``; ``defaults_for("CallToolResult")`` -> ``{"resultType": "complete"}``;
-    every definition of 2024-11-05..2025-11-25 -> ``{}``."""
-    return dict(_defaults(revision, definition))
-
-
 def _defaults(revision: str, definition: str) -> tuple[tuple[str, Any], ...]:
-    key = (revision, definition)
-    hit = _DEFAULTS_CACHE.get(key)
-    if hit is None:
-        hit = _DEFAULTS_CACHE[key] = _compute_defaults(revision, definition)
-    return hit
-
-
-_DEFAULTS_CACHE: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {}
-
-
-def _compute_defaults(revision: str, definition: str) -> tuple[tuple[str, Any], ...]:
-    if not revisions.is_known(revision) or definition in NO_DEFAULTS:
-        return ()
-    model = revisions.model(revision)
-    node = model.defs.get(definition)
-    if not isinstance(node, dict):
-        return ()
-    required = set(node.get("required") or ())
-    props = node.get("properties") or {}
-    checker = Checker.of(revision)
-    out = []
-    for d in DEFAULTS:
-        if d.member in required and d.member in props:
-            fn = checker.compile(props[d.member])
-            if fn is None or fn(d.value) is None:
-                out.append((d.member, d.value))
-    return tuple(out)
+    return tuple(defaults_for(definition, revision).items())
 
 
 # -- plans: what a checker found ----------------------------------------------------------------
@@ -396,7 +328,8 @@ class Checker:
         extra_fast = self.fast(extra_schema) if extra is not None else None
         defaults = dict(_defaults(self.model.revision, self._name_of(node))) if node.get("required") else {}
         # missing members with a default are added in DEFAULTS order (resultType, ttlMs, cacheScope)
-        required = tuple(sorted(node.get("required") or (), key=lambda r: _ORDER.get(r, len(_ORDER)) if r in defaults else len(_ORDER)))
+        order = list(defaults)  # defaults_for gives DEFAULTS order
+        required = tuple(sorted(node.get("required") or (), key=lambda r: order.index(r) if r in defaults else len(order)))
         req_set = frozenset(required)
         #: member -> (classes or None, values or None, check, optional): one lookup per member
         table = {}
@@ -800,7 +733,7 @@ def _apply(value: Any, plan: Plan, prefix: str, to_rev: str, name: str, holder: 
                               detail=f"null is no value of this optional member in {to_rev} {name}: removed (absent)"))
         else:
             parent[key] = default
-            d = _DEFAULT.get(key)
+            d = BY_MEMBER.get(key)
             out.append(Change(pointer=ptr, action="repair", rule=RULE_REQUIRED_DEFAULT, after=summarize(default),
                               detail=f"required by {to_rev} {name if len(path) == 1 else 'its definition'} and absent: the value the "
                                      f"specification gives its absence ({d.source if d else 'DEFAULTS'})"))

@@ -50,6 +50,10 @@ def test_defaults_for():
     for rev in (A, B, C, D):
         assert repair.defaults_for("ListToolsResult", rev) == {}
     assert all(d.source.startswith("schema/2026-07-28/schema.ts:") for d in repair.DEFAULTS)
+    # one table: the cross-era upgrade rules (RES-*, synthesize) add the same values
+    from mcpx_core.rules import upgrade
+    assert upgrade.DEFAULTS == {"resultType": ("complete", "RES-resultType"), "ttlMs": (0, "RES-ttlMs"),
+                                "cacheScope": ("private", "RES-cacheScope")}
 
 
 # -- each kind -------------------------------------------------------------------------------------
