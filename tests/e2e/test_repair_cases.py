@@ -13,7 +13,9 @@ every byte on both legs is the test's. In the 2025-06-18 session:
   ``"content": null``;
 - a body mcpx cannot repair (``"properties": ["a"]``) reaches the client byte for byte.
 
-A 2026-07-28 request (no session) gets B21's list with ``ttlMs`` 0 and ``cacheScope`` "private".
+A 2026-07-28 request (no session) gets B21's list with ``ttlMs`` 0 and ``cacheScope`` "private":
+the scripted server speaks both eras (``mcpx_server_era=dual``: mcpx sends it no probe and bridges
+nothing), so both legs are 2026-07-28 and the repair is mcpx's only change.
 """
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ def server():
 
 
 def test_repair_cases_live(server, tmp_path):
-    with Proxy(f"http://127.0.0.1:{server}", tmp_path) as px:
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_server_era": "dual"}) as px:
         client = Client(px.port)
         assert client.initialize("2025-06-18", name="php-client")["protocolVersion"] == "2025-06-18"
 

@@ -199,7 +199,7 @@ server:  2024-11-05 (example-server 2.0.0)
 [1] empty data (priming event) · event 1
     drop-message [TR-sse-priming-polling]
         - SSE event id='0' data=''
-        (empty-data (priming) event not forwarded to a client older than 2025-11-25)
+        (empty-data (priming) event: only 2025-11-25 clients get it)
     not delivered
 
 [2] notification notifications/progress · event 2
@@ -250,7 +250,7 @@ server:  2024-11-05 (example-server 2.0.0)
 [1] empty data (priming event) · event 1
     drop-message [TR-sse-priming-polling]
         - SSE event id='0' data=''
-        (empty-data (priming) event not forwarded to a client older than 2025-11-25)
+        (empty-data (priming) event: only 2025-11-25 clients get it)
 
 [2] notification notifications/progress · event 2
     drop /params/message [PROG-message]
