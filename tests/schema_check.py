@@ -97,13 +97,72 @@ def message_errors(revision: str, message: dict, method: str | None = None) -> l
 
     ``method``: for results, the method of the request answered (selects the result definition).
     """
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in _errors(revision, message, method)[1]]
+
+
+def declared_member(revision: str, message: dict, method: str | None, pointer: str) -> bool:
+    """Whether the value at JSON Pointer ``pointer`` fails as an optional property an object schema
+    declares (``properties``, not ``required``), not as a map value (``additionalProperties``), an
+    array item or a member of another union member: some error, unions' sub-errors included, is at
+    that path and comes from ``properties/<its key>`` of an object schema that does not require it."""
+    prefix, errors = _errors(revision, message, method)
+    root = _root(revision, message, method)
+    toks = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    if toks[:len(prefix)] != prefix:
+        return False
+    path = toks[len(prefix):]
+    stack = list(errors)
+    while stack:
+        e = stack.pop()
+        stack.extend(e.context or ())
+        if [str(x) for x in e.absolute_path] == path:
+            sp = list(e.absolute_schema_path)
+            last = max((i for i, x in enumerate(sp) if x == "properties"), default=-1)
+            if last >= 0 and last + 1 < len(sp) and sp[last + 1] == path[-1]:
+                parent = _follow(revision, root, sp[:last])
+                if isinstance(parent, dict) and path[-1] not in parent.get("required", ()):
+                    return True
+    return False
+
+
+def _root(revision: str, message: dict, method: str | None) -> dict:
+    """The root schema :func:`_errors` validates ``message`` (or its result) against."""
+    m = revisions.model(revision)
+    if "method" in message:
+        name = (m.requests if "id" in message else m.notifications).get(message["method"])
+    elif "result" in message:
+        name = m.result_for(method) if method else "Result"
+    else:
+        name = "JSONRPCError" if "JSONRPCError" in m.defs else "JSONRPCErrorResponse"
+    return {"$ref": m.ref_prefix + name}
+
+
+def _follow(revision: str, node: dict, path: list) -> object:
+    """The schema node at ``path`` (an error's ``absolute_schema_path``) from ``node``, through ``$ref``s."""
+    defs = closed_schema(revision).get("definitions") or closed_schema(revision).get("$defs")
+
+    def deref(n):
+        while isinstance(n, dict) and "$ref" in n:
+            n = defs[n["$ref"].rsplit("/", 1)[-1]]
+        return n
+
+    node = deref(node)
+    for tok in path:  # jsonschema's paths go through "$ref"s without naming them
+        if tok == "$ref":
+            continue
+        node = deref(node[tok])
+    return node
+
+
+def _errors(revision: str, message: dict, method: str | None) -> tuple[list[str], list]:
+    """(the pointer tokens of what is validated, the validation errors)."""
     m = revisions.model(revision)
     p = m.ref_prefix
     if "method" in message:
         table = m.requests if "id" in message else m.notifications
         name = table.get(message["method"])
         if name is None:
-            return [f"method {message['method']!r} not defined in {revision}"]
+            return [], [_Error(f"method {message['method']!r} not defined in {revision}")]
         root = {"$ref": p + name}
         declared = m.defs[name].get("properties") or {}
         body = {k: v for k, v in message.items() if k in declared or k not in ("jsonrpc", "id")}
@@ -116,11 +175,18 @@ def message_errors(revision: str, message: dict, method: str | None = None) -> l
             name = "InputRequiredResult"
         root = {"$ref": p + name}
         body = message["result"]
+        v = _validator(revision, root)
+        return ["result"], list(v.iter_errors(body))
     elif "error" in message:
         name = "JSONRPCError" if "JSONRPCError" in m.defs else "JSONRPCErrorResponse"
         root = {"$ref": p + name}
         body = message
     else:
-        return ["not a JSON-RPC message"]
+        return [], [_Error("not a JSON-RPC message")]
     v = _validator(revision, root)
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in v.iter_errors(body)]
+    return [], list(v.iter_errors(body))
+
+
+class _Error:
+    def __init__(self, message: str):
+        self.message, self.absolute_path, self.absolute_schema_path, self.context = message, (), (), ()

@@ -1,4 +1,4 @@
-"""Change records: one per dropped or rewritten field, and one per message passed through on error.
+"""Change records: one per dropped, rewritten or repaired field, and one per message passed through on error.
 
 A :class:`Change` is what a rule returns; the addon stamps it with the flow and session context
 (:meth:`Change.stamped`) and hands it to a :class:`ChangeLog` (JSON Lines file, mode 0600),
@@ -44,6 +44,7 @@ Action = Literal[
     "split",  # batch split into single messages
     "answer-locally",  # proxy answered instead of forwarding
     "synthesize",  # added a field, block or header the receiver requires (or its profile asks for) and the sender did not send
+    "repair",  # a value every revision rejects, rewritten to the one thing it can mean (mcpx_core.repair)
     "bridge",  # a cross-era translation over several messages (upstream handshake, input_required, listen)
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
@@ -53,7 +54,7 @@ Action = Literal[
 #: the word of each action in summaries (``2 rewritten, 1 audited for 2025-06-18``)
 WORDS: dict[str, str] = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
                          "answer-locally": "answered locally", "synthesize": "added", "bridge": "bridged", "keep": "kept",
-                         "passthrough": "passed through", "audit": "audited"}
+                         "passthrough": "passed through", "audit": "audited", "repair": "repaired"}
 
 MAX_STR = 80
 

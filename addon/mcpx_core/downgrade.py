@@ -699,7 +699,7 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
             result = message.get("result")
             if isinstance(result, dict):
                 if method:
-                    message["result"] = walk.named(result, model.result_for(method), "/result")
+                    message["result"] = walk.named(result, model.result_def(method, result), "/result")
                 else:
                     # the request it answers is unknown (e.g. a result on a stream mcpx did not see the
                     # request of): typed by the best-fitting member of the ServerResult/ClientResult union

@@ -71,6 +71,7 @@ class SchemaModel:
         self.ref_prefix = "#/definitions/" if "definitions" in schema else "#/$defs/"
         self.requests: dict[str, str] = {}
         self.notifications: dict[str, str] = {}
+        self._members: dict[str, frozenset[str]] = {}
         for name, node in self.defs.items():
             method = ((node.get("properties") or {}).get("method") or {}).get("const")
             if not isinstance(method, str):
@@ -114,6 +115,30 @@ class SchemaModel:
             if cand in self.defs:
                 return cand
         return "Result"
+
+
+    def result_def(self, method: str | None, result: Any = None) -> str:
+        """The definition a ``result`` value answering ``method`` is an instance of (None: the
+        request is unknown -> "Result"): :meth:`result_for`, except that where results carry a
+        ``resultType`` (2026-07-28), "input_required" names ``InputRequiredResult`` when the
+        method's response admits it (``<X>ResultResponse.result`` is ``InputRequiredResult | X``,
+        e.g. CallToolResultResponse; schema/2026-07-28/schema.ts:584). Any other value (an open
+        string, schema/2026-07-28/schema.ts:216) leaves the method's result type."""
+        name = self.result_for(method) if method else "Result"
+        if isinstance(result, dict) and result.get("resultType") == "input_required" \
+                and "InputRequiredResult" in self._response_members(name):
+            return "InputRequiredResult"
+        return name
+
+    def _response_members(self, name: str) -> frozenset[str]:
+        """The definitions ``<name>Response.result`` admits (its ``anyOf`` members or ``$ref``)."""
+        cache = self._members
+        hit = cache.get(name)
+        if hit is None:
+            node = ((self.defs.get(name + "Response") or {}).get("properties") or {}).get("result") or {}
+            refs = [m.get("$ref", "") for m in node.get("anyOf", []) if isinstance(m, dict)] or [node.get("$ref", "")]
+            hit = cache[name] = frozenset(self.ref_name(r) for r in refs if r)
+        return hit
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""One HTTP exchange, message by message: framing -> session -> downgrade -> change records.
+"""One HTTP exchange, message by message: framing -> session -> downgrade -> repair -> change records.
 
 :class:`Rewriter` is what the mitmproxy addon calls; it knows HTTP only as header values and body
 bytes, so tests drive it with plain bytes. For each body it
@@ -6,6 +6,8 @@ bytes, so tests drive it with plain bytes. For each body it
 1. frames it (:mod:`framing.json_body`, :mod:`framing.sse`),
 2. looks up and updates the session (:mod:`session`): initialize handshake, request id -> method,
 3. downgrades each JSON-RPC message from the sender's to the receiver's revision (:mod:`downgrade`),
+   then repairs what the receiver's schema rejects and can mean one thing only (:mod:`repair`;
+   ``Rewriter.repair``, option ``mcpx_repair``),
 4. returns the bytes to deliver (None: forward the original bytes untouched) and the change records.
 
 Never loses a message: a body or event that cannot be parsed, or whose rewrite raises, is forwarded
@@ -24,6 +26,7 @@ import orjson
 from collections.abc import Mapping
 
 from . import audit, profiles, revisions
+from . import repair as repair_stage
 from .changes import Change
 from .bridge.era import EraCache
 from .disposition import AnswerLocally, Bridge, Disposition, Forward, MintSession, NeedEra, SplitBatch
@@ -113,13 +116,16 @@ class Rewriter:
     """Rewrites bodies for a :class:`SessionTracker`; ``policy`` is "strict" or "lenient".
 
     ``profiles``: the host profiles in force (:class:`~mcpx_core.profiles.ProfileSet`; none by
-    default); ``audit``: run the dual-result audit on tool results (:mod:`mcpx_core.audit`)."""
+    default); ``audit``: run the dual-result audit on tool results (:mod:`mcpx_core.audit`);
+    ``repair``: run the repair stage after the downgrade (:mod:`mcpx_core.repair`)."""
 
     def __init__(self, tracker: SessionTracker | None = None, policy: str = "strict", options: dict | None = None,
                  on_changes: Callable[[Exchange, list[Change]], None] | None = None,
                  on_reply: Callable[[Exchange, dict], None] | None = None,
-                 profile_set: profiles.ProfileSet | None = None, audit_results: bool = True):
+                 profile_set: profiles.ProfileSet | None = None, audit_results: bool = True,
+                 repair: bool = True):
         self.on_reply = on_reply
+        self.repair = repair
         self.tracker = tracker if tracker is not None else SessionTracker()  # an empty tracker is falsy (__len__)
         #: which era each upstream speaks (bridge/era.py); ``bridging``: bridge peers of different
         #: revisions and eras (mcpx_bridge); off: only downgrade where both legs agree
@@ -322,7 +328,7 @@ class Rewriter:
         changed = False
         out, local = [], []
         for m in parsed.messages:
-            res = self._one(exch, m, "c2s", client_rev, server_rev)
+            res = self._one(exch, m, "c2s", client_rev, server_rev, source=body)
             if res is None:
                 out.append(m)
                 continue
@@ -347,11 +353,18 @@ class Rewriter:
 
     # -- one message ------------------------------------------------------------------------
     def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None,
-             split: json_body.ArraySplit | None = None) -> Outcome | None:
-        """Downgrade one message. None: deliver it untouched (no change).
+             split: json_body.ArraySplit | None = None, source: bytes | None = None) -> Outcome | None:
+        """Downgrade one message, then repair it (:mod:`mcpx_core.repair`). None: deliver it
+        untouched (no change).
 
         ``split``: ``msg`` is the skeleton of a large body read an element at a time; when that
         fails, ``msg`` becomes the whole parsed body (same object) and is walked again.
+        ``source``: the bytes ``msg`` was parsed from (with other messages of a batch), for the
+        repair stage's cheap test (None: the message is always validated).
+
+        A result is typed by the request it answers: a server's result by the client request of
+        this exchange (or of the session), a client's result by the server request the session
+        saw (``Session.remember("s2c", ...)``); by its shape when mcpx saw no such request.
         """
         kind = classify(msg)
         if kind is None:
@@ -403,6 +416,10 @@ class Rewriter:
                 msg.update(whole.messages[0])
                 out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
                                 request_id=exch.single_request_id, profile=profile)
+            if self.repair and out.message is not None and out.reply is None:
+                skip = split.sentinel if split is not None and not split.failed else None
+                out.changes.extend(repair_stage.repair(out.message, kind, method, to_rev, direction,  # type: ignore[arg-type]
+                                                       split.body if split is not None else source, skip))
             if profile is not None and profile.dual_result != "keep" and method == "tools/call" and kind == "result" \
                     and out.message is not None and isinstance(out.message.get("result"), dict):
                 out.changes.extend(self._dual(exch, s, out.message, profile))
@@ -592,14 +609,14 @@ class Rewriter:
         HTML error page (a wrong path) is not MCP traffic, and gets no record."""
         split = self._split(exch, body)
         if split is not None:
-            out, changed = self._s2c_messages(exch, [split.skeleton], split)
+            out, changed = self._s2c_messages(exch, [split.skeleton], split, body)
             return self._split_out(exch, split, out, body) if changed else None
         parsed = self._parse(exch, body, "s2c", exch.is_mcp and (content_type is None or declares_json(content_type)))
         if parsed is None:
             return None
         if not exch.is_mcp and not any(classify(m) for m in parsed.messages):
             return None
-        out, changed = self._s2c_messages(exch, parsed.messages)
+        out, changed = self._s2c_messages(exch, parsed.messages, source=body)
         if exch.late_answers and parsed.batch:
             out.extend(exch.late_answers)
             changed = True
@@ -609,12 +626,14 @@ class Rewriter:
             return b""
         return self._write(exch, "s2c", out if parsed.batch else out[0], body)
 
-    def _s2c_messages(self, exch: Exchange, messages: list, split: json_body.ArraySplit | None = None) -> tuple[list, bool]:
-        """Downgrade each server message of one body or event: (what to deliver, whether anything changed)."""
+    def _s2c_messages(self, exch: Exchange, messages: list, split: json_body.ArraySplit | None = None,
+                      source: bytes | None = None) -> tuple[list, bool]:
+        """Downgrade each server message of one body or event (parsed from ``source``): (what to
+        deliver, whether anything changed)."""
         from_rev, to_rev = exch.revisions
         out, changed = [], False
         for m in messages:
-            res = self._one(exch, m, "s2c", from_rev, to_rev, split)
+            res = self._one(exch, m, "s2c", from_rev, to_rev, split, source)
             from_rev, to_rev = exch.revisions  # an initialize result sets them for what follows
             if res is None:
                 out.append(m)
@@ -641,11 +660,13 @@ class Rewriter:
                 self._emit(exch, [Change(pointer="", action="drop-message", rule=PRIMING_RULE, before=summ_event(ev),
                                          detail="empty-data (priming) event: only 2025-11-25 clients get it")],
                            "s2c", None, None, from_rev, to_rev)
-                return ev.with_data([])
+                # not even its id: an id-only event reads as an empty-data event to httpx-sse based clients
+                # (older Python SDKs), the very thing this rule keeps from them
+                return ev.with_data([], keep_id=False)
             return ev.raw
         split = self._split(exch, ev.payload, one_line=True)
         if split is not None:
-            out, changed = self._s2c_messages(exch, [split.skeleton], split)
+            out, changed = self._s2c_messages(exch, [split.skeleton], split, ev.payload)
             if not changed:
                 return ev.raw
             data = self._split_out(exch, split, out, ev.payload, "SSE event: ")
@@ -663,7 +684,7 @@ class Rewriter:
                 return ev.raw
         batch = isinstance(value, list)
         messages = value if batch else [value]
-        out, changed = self._s2c_messages(exch, messages)
+        out, changed = self._s2c_messages(exch, messages, source=ev.payload)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
         one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)  # RPC-batch-response
         if not (changed or one_per_event):

@@ -153,7 +153,7 @@ class Settings(BaseModel):
 
     Units: ``max_body`` and ``keep_original`` in bytes, ``session_ttl`` in seconds (float),
     ``max_sessions`` a count, ``pin`` {clientInfo.name: revision}, ``session_keys`` key file paths.
-    ``bridge`` and ``audit`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
+    ``bridge``, ``audit`` and ``repair`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
     ``--set`` text is checked by the addon before mitmproxy converts it).
     Defaults are written as typed; the model validates them (``validate_default``)."""
 
@@ -193,6 +193,11 @@ class Settings(BaseModel):
         "auto", "choice", "legacy",
         "Which era the server speaks: auto (learn it: a server/discover probe when the first "
         "2026-07-28 client comes, the answer to the first legacy initialize), legacy, 2026 or dual.")
+    repair: bool = _opt(
+        True, "bool", "false",
+        "Repair values every revision rejects and that can mean one thing only ([] for an object, null for an "
+        "optional member, a required member the specification gives a default), in both directions, and log "
+        "each (action repair); off: messages are only downgraded.")
     profiles: str = _opt(
         "", "text", "hosts.toml",
         "A TOML file of host profiles, merged over the shipped ones (its profiles are tried first; one with a "

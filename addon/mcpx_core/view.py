@@ -245,7 +245,7 @@ def altered(records: list[dict]) -> bool:
 
     A split client batch leaves the flow's request as sent (mcpx POSTs the members itself).
     """
-    return any(c.get("action") in ("rewrite", "drop", "drop-message")
+    return any(c.get("action") in ("rewrite", "drop", "drop-message", "repair")
                or (c.get("action") == "split" and c.get("direction") == "s2c") for c in records)
 
 

@@ -1,19 +1,30 @@
 """Draw messages of one revision, downgrade them to another, and check the three promises of
 issue 3: the output validates against the receiver's schema (unknown properties forbidden),
 nothing is lost silently (every input value missing from the output lies under a change record's
-pointer), and a second downgrade changes nothing."""
+pointer), and a second downgrade changes nothing. "Downgrade" here is what mcpx does to a message:
+the downgrade stage, then the repair stage (:func:`pipeline`); a valid message needs no repair.
+
+The mutation pass of issue 14 (:func:`mutations`, :func:`check_mutation`): a valid message is
+broken in each way the repair stage repairs (an object written ``[]``, an optional member written
+``null``, a 2026-07-28 required member with a specified default left out), and mcpx must deliver
+exactly what the message means (the unbroken message with ``{}``, without the member, with the
+default), valid for the receiver, with a record for every change.
+"""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import random
+import zlib
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import orjson
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from mcpx_core import revisions
-from mcpx_core.downgrade import classify, downgrade
-from schema_check import message_errors
+from mcpx_core import repair, revisions
+from mcpx_core.downgrade import Outcome, classify, downgrade
+from schema_check import declared_member, message_errors
 from schema_strategies import strategy
 
 
@@ -114,12 +125,29 @@ class Verdict:
     unaccounted: list
     idempotent: bool
     delivered: bool
+    #: records of the repair stage (action "repair", or rule REPAIR-invalid)
+    repairs: list = field(default_factory=list)
+    message: dict | None = None
+    changes: list = field(default_factory=list)
+
+
+def pipeline(msg: dict, method: str | None, frm: str, to: str, direction: str, policy: str = "strict",
+             repairs: bool = True) -> Outcome:
+    """What ``Rewriter._one`` does to one message: downgrade, then repair (``msg`` is mutated)."""
+    kind = classify(msg)
+    out = downgrade(msg, kind, method, frm, to, direction, policy, request_id=7)
+    if repairs and out.message is not None and out.reply is None:
+        out.changes.extend(repair.repair(out.message, kind, method, to, direction))
+    return out
+
+
+def _covered(ptr: str, recorded: list[str]) -> bool:
+    return any(ptr == p or ptr.startswith(p + "/") or p == "" for p in recorded)
 
 
 def check(t: MessageType, msg: dict, to_rev: str, policy: str = "strict") -> Verdict:
     original = copy.deepcopy(msg)
-    kind = classify(msg)
-    out = downgrade(msg, kind, t.method, t.revision, to_rev, t.direction, policy, request_id=7)
+    out = pipeline(msg, t.method, t.revision, to_rev, t.direction, policy)
     if out.message is None:
         return Verdict(True, [], [], True, False)
     res = out.message
@@ -132,9 +160,127 @@ def check(t: MessageType, msg: dict, to_rev: str, policy: str = "strict") -> Ver
         got = get(res, ptr)
         if got == val or (val in ([], {}) and type(got) is type(val)):
             continue
-        if any(ptr == p or ptr.startswith(p + "/") or p == "" for p in recorded):
+        if _covered(ptr, recorded):
             continue
         unaccounted.append(ptr)
-    again = downgrade(copy.deepcopy(res), classify(res), t.method, to_rev, to_rev, t.direction, policy, request_id=7)
+    again = pipeline(copy.deepcopy(res), t.method, to_rev, to_rev, t.direction, policy)
     idempotent = again.message == res and all(c.action == "keep" for c in again.changes)
-    return Verdict(not errors, errors, unaccounted, idempotent, True)
+    repairs = [c for c in out.changes if c.action == "repair" or c.rule == repair.RULE_INVALID]
+    return Verdict(not errors, errors, unaccounted, idempotent, True, repairs, res, out.changes)
+
+
+# -- the mutation pass (issue 14) ---------------------------------------------------------------------
+@dataclass
+class Mutation:
+    """One way ``message`` was broken: ``kind`` (a repair kind of mcpx_core.repair), the JSON Pointer
+    of the broken value, the broken message and the message it means."""
+
+    kind: str
+    pointer: str
+    broken: dict
+    meaning: dict
+
+
+KINDS = (repair.RULE_EMPTY_ARRAY, repair.RULE_NULL_OPTIONAL, repair.RULE_REQUIRED_DEFAULT)
+
+
+def _nodes(v: Any, ptr: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(v, dict):
+        yield ptr, v
+        for k, x in v.items():
+            yield from _nodes(x, f"{ptr}/{k.replace('~', '~0').replace('/', '~1')}")
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _nodes(x, f"{ptr}/{i}")
+
+
+def _set(msg: dict, ptr: str, value: Any) -> dict:
+    """A copy of ``msg`` with the value at ``ptr`` replaced (``_MISSING``: removed)."""
+    out = copy.deepcopy(msg)
+    toks = [t.replace("~1", "/").replace("~0", "~") for t in ptr.split("/")[1:]]
+    node = out
+    for tok in toks[:-1]:
+        node = node[int(tok)] if isinstance(node, list) else node[tok]
+    last = toks[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    elif value is _MISSING:
+        del node[last]
+    else:
+        node[last] = value
+    return out
+
+
+def mutations(t: MessageType, msg: dict, tries: int = 6) -> list[Mutation]:
+    """At most one :class:`Mutation` per repair kind for ``msg`` (valid for ``t.revision``), at a
+    site drawn from the message's own bytes (deterministic). A site qualifies when the message
+    with the meant value is valid for ``t.revision`` and the broken one is not (so the break is
+    one a strict receiver rejects, and what it means is a valid message); a ``null`` only for a
+    member an object schema declares (a map value or an array item is no member)."""
+    method = t.method if t.kind == "result" else None
+    rng = random.Random(zlib.crc32(orjson.dumps(msg, option=orjson.OPT_SORT_KEYS)))
+    valid = lambda m: not message_errors(t.revision, m, method)  # noqa: E731
+    objects = [p for p, v in _nodes(msg) if p]
+    members = [(p, k) for p, v in _nodes(msg) for k in v if p or k not in ("jsonrpc", "id", "method")]
+    out = []
+    rng.shuffle(objects)
+    for ptr in objects[:tries]:
+        meaning = _set(msg, ptr, {})
+        broken = _set(msg, ptr, [])
+        if valid(meaning) and not valid(broken):
+            out.append(Mutation(repair.RULE_EMPTY_ARRAY, ptr, broken, meaning))
+            break
+    rng.shuffle(members)
+    for p, k in members[:tries]:
+        ptr = f"{p}/{k.replace('~', '~0').replace('/', '~1')}"
+        meaning = _set(msg, ptr, _MISSING)
+        broken = _set(msg, ptr, None)
+        if valid(meaning) and not valid(broken) and declared_member(t.revision, broken, method, ptr):
+            out.append(Mutation(repair.RULE_NULL_OPTIONAL, ptr, broken, meaning))
+            break
+    result = msg.get("result")
+    if t.kind == "result" and isinstance(result, dict):
+        model = revisions.model(t.revision)
+        present = [(m, v) for m, v in repair.defaults_for(model.result_def(t.method, result), t.revision).items() if m in result]
+        if present:
+            m, v = present[rng.randrange(len(present))]
+            broken = _set(msg, f"/result/{m}", _MISSING)
+            meaning = _set(msg, f"/result/{m}", v)
+            if not valid(broken):
+                out.append(Mutation(repair.RULE_REQUIRED_DEFAULT, f"/result/{m}", broken, meaning))
+    return out
+
+
+@dataclass
+class MutationVerdict:
+    """``outcome``: "repaired" (valid for the receiver, exactly what the message means, every change
+    recorded, stable), "accepted" (valid for the receiver as sent: the broken value sits where the
+    receiver's schema allows it, e.g. in a capability object its revision leaves open; nothing to
+    repair), "not repaired" (delivered as the downgrade left it, with a REPAIR-invalid record),
+    "worse" (anything else: a wrong repair, a change without record, an invalid message without
+    record) or "crash" (a stage raised: the Rewriter would forward the original bytes)."""
+
+    outcome: str
+    detail: Any = None
+
+
+def check_mutation(t: MessageType, mut: Mutation, to_rev: str, policy: str = "strict") -> MutationVerdict:
+    try:
+        want = pipeline(copy.deepcopy(mut.meaning), t.method, t.revision, to_rev, t.direction, policy)
+        v = check(t, copy.deepcopy(mut.broken), to_rev, policy)
+    except Exception as e:  # noqa: BLE001  (reported, never hidden)
+        return MutationVerdict("crash", f"{type(e).__name__}: {e}")
+    if not v.delivered:
+        return MutationVerdict("repaired" if want.message is None else "worse", "not delivered")
+    if get(v.message, mut.pointer) != get(mut.broken, mut.pointer) and not _covered(mut.pointer, [c.pointer for c in v.changes]):
+        v.unaccounted.append(mut.pointer)  # e.g. an added default without its record
+    if v.valid and not v.unaccounted and v.idempotent and v.message == want.message:
+        return MutationVerdict("repaired")
+    if v.valid and not v.unaccounted and v.idempotent and not v.repairs \
+            and v.message == pipeline(copy.deepcopy(mut.broken), t.method, t.revision, to_rev, t.direction, policy, False).message:
+        return MutationVerdict("accepted")
+    if not v.valid and any(c.rule == repair.RULE_INVALID for c in v.repairs) \
+            and not any(c.action == "repair" for c in v.repairs):
+        return MutationVerdict("not repaired", v.errors[:2])
+    return MutationVerdict("worse", {"errors": v.errors[:2], "unaccounted": v.unaccounted[:3], "idempotent": v.idempotent,
+                                     "got": v.message, "want": want.message})

@@ -1,9 +1,14 @@
 """Property tests of issue 3: for every message type of every revision, instances drawn from its
-schema.json and downgraded to every older (or the same) revision
+schema.json and downgraded (then repaired, as mcpx does) to every older (or the same) revision
 
 - validate against the receiver's schema.json with unknown properties forbidden,
 - lose nothing silently: every input value absent from the output lies under a change record,
-- are idempotent: a second downgrade changes nothing and logs nothing but "keep" records.
+- are idempotent: a second downgrade changes nothing and logs nothing but "keep" records,
+- need no repair (issue 14: a valid message gets no repair and no REPAIR-invalid record).
+
+And the mutation pass of issue 14: the same instances, broken in each way mcpx repairs (an object
+written [], an optional member written null, a 2026-07-28 required member with a specified default
+left out), come out as exactly what they mean, valid for the receiver, every change recorded.
 
 The budget per message type is MCPX_PROPERTY_EXAMPLES (default 8; scripts/schema_report.py runs more).
 Every file of the 2026-07-28 examples folder, and every message real peers sent in flows/*.mitm
@@ -18,7 +23,7 @@ import pathlib
 import pytest
 
 from mcpx_core import revisions
-from property_lib import applicable, check, each_drawn, types_toward
+from property_lib import applicable, check, check_mutation, each_drawn, mutations, types_toward
 from examples_lib import example_messages
 from schema_check import message_errors
 
@@ -32,11 +37,31 @@ def test_downgraded_instances_validate(frm, to):
     for t in types_toward(frm, to):
         def one(msg, t=t):
             v = check(t, msg, to)
-            if not (v.valid and not v.unaccounted and v.idempotent):
-                failures.append((t.label, v.errors[:2], v.unaccounted[:3], v.idempotent, json.dumps(msg)[:300]))
+            if not (v.valid and not v.unaccounted and v.idempotent and not v.repairs):
+                failures.append((t.label, v.errors[:2], v.unaccounted[:3], v.idempotent, v.repairs[:2], json.dumps(msg)[:300]))
 
         each_drawn(t, EXAMPLES, one)
     assert failures == []
+
+
+@pytest.mark.parametrize("frm,to", PAIRS, ids=[f"{f}->{t}" for f, t in PAIRS])
+def test_broken_instances_are_repaired(frm, to):
+    """Every broken instance is delivered as what it means (MutationVerdict "repaired"), or as sent
+    where the receiver's schema accepts it ("accepted"); and every repair kind is exercised."""
+    outcomes, kinds = {}, set()
+    for t in types_toward(frm, to):
+        def one(msg, t=t):
+            for mut in mutations(t, msg):
+                v = check_mutation(t, mut, to)
+                kinds.add(mut.kind)
+                if v.outcome not in ("repaired", "accepted"):
+                    outcomes.setdefault(v.outcome, []).append((t.label, mut.kind, mut.pointer, v.detail))
+
+        each_drawn(t, EXAMPLES, one)
+    assert outcomes == {}
+    assert {"REPAIR-empty-array-object", "REPAIR-null-optional"} <= kinds
+    if frm == "2026-07-28":
+        assert "REPAIR-required-default" in kinds
 
 
 #: official examples that are not valid against their own schema.json (spec bugs, reported in the issue note)
@@ -57,9 +82,20 @@ def test_2026_examples(to):
             continue
         n += 1
         v = check(t, msg, to)
-        if not (v.valid and not v.unaccounted and v.idempotent):
-            failures.append((name, v.errors[:2], v.unaccounted[:3], v.idempotent))
+        if not (v.valid and not v.unaccounted and v.idempotent and not v.repairs):
+            failures.append((name, v.errors[:2], v.unaccounted[:3], v.idempotent, v.repairs[:2]))
     assert n > 40 and failures == []
+
+
+def test_the_invalid_example_is_repaired():
+    """The official example that lacks ttlMs and cacheScope (INVALID_EXAMPLES) reaches a 2026-07-28
+    client valid: REPAIR-required-default adds 0 and "private"."""
+    (name, t, msg), = [e for e in example_messages() if e[0] in INVALID_EXAMPLES]
+    v = check(t, msg, "2026-07-28")
+    assert v.valid and not v.unaccounted and v.idempotent
+    assert [(c.pointer, c.action, c.rule) for c in v.repairs] == [("/result/ttlMs", "repair", "REPAIR-required-default"),
+                                                                   ("/result/cacheScope", "repair", "REPAIR-required-default")]
+    assert (v.message["result"]["ttlMs"], v.message["result"]["cacheScope"]) == (0, "private")
 
 
 def recorded_messages():
@@ -128,6 +164,6 @@ def test_recorded_messages(to):
             continue
         n += 1
         v = check(t, json.loads(json.dumps(msg)), to)
-        if not (v.valid and not v.unaccounted and v.idempotent):
-            failures.append((name, t.label, v.errors[:2], v.unaccounted[:3], v.idempotent))
+        if not (v.valid and not v.unaccounted and v.idempotent and not v.repairs):
+            failures.append((name, t.label, v.errors[:2], v.unaccounted[:3], v.idempotent, v.repairs[:2]))
     assert n > 0 and failures == []

@@ -113,7 +113,7 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
     assert lines[1] == (f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "
                         f"mcpx_policy=strict mcpx_log={px.log_path} mcpx_max_body=64MB mcpx_max_sessions=10000 "
                         f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_bridge=true "
-                        f"mcpx_server_era=auto mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_pin=-")
+                        f"mcpx_server_era=auto mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_pin=-")
     assert lines[2].startswith("reverse proxy to http://127.0.0.1:") and "listening at 127.0.0.1:" in lines[2]
     assert "mcpx: s2c tools/call id=1 2025-03-26->2025-03-26: 1 rewritten (rewrite: CT-resource_link)" in lines
 
@@ -242,3 +242,14 @@ def test_outstanding_request_ids_are_bounded_per_session():
         s.remember("c2s", i, "tools/call")
     assert len(s.pending) == MAX_PENDING == 1024
     assert s.answer("c2s", 0) is None and s.answer("c2s", MAX_PENDING + 9) == "tools/call"
+
+
+def test_repair_option():
+    """mcpx_repair (on by default) switches the repair stage of the shared rewriter."""
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        assert tctx.options.mcpx_repair is True and addon.state.rewriter.repair is True
+        tctx.configure(addon, mcpx_repair=False)
+        assert addon.state.rewriter.repair is False
+        tctx.configure(addon, mcpx_repair=True)
+        assert addon.state.rewriter.repair is True

@@ -160,6 +160,8 @@ class Options:
             st.rewriter.profiles = built
         if "mcpx_audit" in updated:
             st.rewriter.audit = s.audit
+        if "mcpx_repair" in updated:
+            st.rewriter.repair = s.repair
         st.rewriter.policy = s.policy
         st.rewriter.options["audio"] = s.audio
         st.tracker.max_sessions = s.max_sessions

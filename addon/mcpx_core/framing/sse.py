@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 
 BOM = b"\xef\xbb\xbf"
+#: the comment line that stands where an event's message was not delivered (:meth:`Event.with_data`)
+NOT_DELIVERED = b": mcpx: message not delivered to this client revision"
 _EOL = re.compile(rb"[\r\n]")
 
 
@@ -82,19 +84,25 @@ class Event:
             return False
         return not p.strip()
 
-    def with_data(self, payloads: list[bytes]) -> bytes:
+    def with_data(self, payloads: list[bytes], keep_id: bool = True) -> bytes:
         """The event re-emitted with its data fields replaced by ``payloads``.
 
         One payload -> the same event with one ``data:`` line where the first data line stood.
         Several -> one event per payload, each repeating the event's other fields (the
-        ``id:`` only on the last one, so a resuming client does not skip any). None -> a comment.
+        ``id:`` only on the last one, so a resuming client does not skip any). None -> a comment
+        line, then the event's ``id:`` and ``retry:`` lines as they were (``keep_id``; else the
+        comment alone): an event without data updates the client's last event ID (and
+        reconnection time) and dispatches nothing (WHATWG HTML 9.2.6, "dispatch the event": the
+        last event ID is set before an empty data buffer returns), so ``Last-Event-ID``
+        resumption stays exact.
         Every line written ends as the event's blank line does (``terminator``): a kept line that
         ended in a lone CR, written before an LF, would read as one CRLF and swallow the blank line
         that ends the event.
         """
         nl = self.terminator
         if not payloads:
-            return b": mcpx: message not delivered to this client revision" + nl + nl
+            kept = [line + nl for line, _ in self.lines if line.split(b":", 1)[0] in (b"id", b"retry")] if keep_id else []
+            return b"".join([NOT_DELIVERED + nl, *kept, nl])
         out = []
         for i, payload in enumerate(payloads):
             last = i == len(payloads) - 1

@@ -60,7 +60,7 @@ def _carry(src: dict, dst: dict) -> dict:
 def link_text(block: dict) -> str:
     lines = [f"Resource link (content not embedded): {block.get('uri', '')}"]
     for key in ("name", "title", "description", "mimeType", "size"):
-        if key in block:
+        if block.get(key) is not None:  # null for an optional member means absent (mcpx_core/repair.py)
             lines.append(f"{key}: {block[key]}")
     return "\n".join(lines)
 
@@ -80,7 +80,10 @@ def describe(block: Any) -> str:
         res = block.get("resource") or {}
         return res.get("text") if isinstance(res.get("text"), str) else f"[resource {res.get('uri', '')} ({res.get('mimeType', '')}) omitted]"
     if t == "tool_use":
-        return f"[tool_use id={block.get('id')} name={block.get('name')} input={orjson.dumps(block.get('input')).decode()}]"
+        inp = block.get("input")
+        if inp == []:  # ToolUseContent.input is an object (schema/2025-11-25/schema.ts:1834): [] is {} (mcpx_core/repair.py)
+            inp = {}
+        return f"[tool_use id={block.get('id')} name={block.get('name')} input={orjson.dumps(inp).decode()}]"
     if t == "tool_result":
         inner = block.get("content") if isinstance(block.get("content"), list) else []
         err = ", error" if block.get("isError") else ""

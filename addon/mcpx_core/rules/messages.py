@@ -100,6 +100,18 @@ def error_codes(walk: Walk, message: dict, kind: str, method: str | None, reques
     return None
 
 
+def _sender_optional(walk: Walk, method: str) -> frozenset:
+    """The optional members of the params of notification ``method`` in the sender's revision."""
+    m = revisions.model(walk.from_rev)
+    name = m.notifications.get(method)
+    ps = ((m.defs.get(name) or {}).get("properties") or {}).get("params") if name else None
+    if isinstance(ps, dict) and "$ref" in ps:
+        _, ps = m.resolve(ps["$ref"])
+    if not isinstance(ps, dict):
+        return frozenset()
+    return frozenset(ps.get("properties") or ()) - frozenset(ps.get("required") or ())
+
+
 def required_params(walk: Walk, message: dict, kind: str, method: str | None, request_id: Any) -> Outcome | None:
     """A notification missing a field the receiver requires cannot be delivered."""
     if kind != "notification" or not isinstance(method, str):
@@ -111,7 +123,9 @@ def required_params(walk: Walk, message: dict, kind: str, method: str | None, re
     if "$ref" in pschema:
         _, pschema = walk.model.resolve(pschema["$ref"])
     params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    missing = [r for r in pschema.get("required", ()) if r not in params]
+    optional = _sender_optional(walk, method)
+    # null for a member the sender's revision makes optional means absent (mcpx_core/repair.py)
+    missing = [r for r in pschema.get("required", ()) if r not in params or (params[r] is None and r in optional)]
     if not missing:
         return None
     rule = walk.rules.for_field(name, missing[0], walk.to_rev, walk.direction)

@@ -6,8 +6,14 @@
   removed (strict) or kept (lenient).
 - ``SC-structuredContent-any`` (schema/2026-07-28/schema.ts:1821): a non-object value for a
   receiver whose structuredContent must be an object: same text fallback, field removed.
+  Not for ``null`` or ``[]`` from a sender whose own revision requires an object there
+  (schema/2025-06-18/schema.ts:828): those are wire-format values with one meaning each (absent,
+  ``{}``) that the repair stage gives them (mcpx_core/repair.py); ``[]`` reaches a receiver without
+  the field as the text block of ``{}``.
 - ``TOOL-title`` (schema/2025-06-18/schema.ts:930): for a receiver without ``Tool.title`` whose
-  ToolAnnotations have ``title``, the title moves to ``annotations.title`` when that is absent.
+  ToolAnnotations have ``title``, the title moves to ``annotations.title`` when that is absent
+  (``annotations`` sent as ``[]`` or ``null`` is read as ``{}`` / absent first, with the repair
+  stage's records, REPAIR-empty-array-object / REPAIR-null-optional).
 - ``TOOL-outputSchema-any`` (schema/2026-07-28/schema.ts:2005): an outputSchema whose root is not
   ``type: "object"`` is removed for receivers that pin that literal.
 - ``TOOL-inputSchema-$schema`` / ``TOOL-inputSchema-open``: inputSchema and outputSchema are JSON
@@ -24,6 +30,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 
+from .. import revisions
 from ..framing import json_body
 from .api import OpenField, TypeHook
 
@@ -58,11 +65,21 @@ def _carries_json(content: list, value) -> bool:
     return False
 
 
+def _object_in(revision: str) -> bool:
+    """Whether ``revision``'s CallToolResult.structuredContent must be an object."""
+    node = ((revisions.model(revision).defs.get("CallToolResult") or {}).get("properties") or {}).get("structuredContent")
+    return isinstance(node, dict) and node.get("type") == "object"
+
+
 def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     if "structuredContent" not in value:
         return value
-    sc = value["structuredContent"]
+    sc = sent = value["structuredContent"]
     props = target.get("properties") or {}
+    if (sc is None or sc == []) and _object_in(walk.from_rev):
+        if sc is None or "structuredContent" in props:
+            return value  # absent / {}: the repair stage's (the walk drops a field the receiver lacks)
+        sc = {}
     if "structuredContent" in props:
         if not (props["structuredContent"].get("type") == "object" and not isinstance(sc, dict)):
             return value
@@ -79,21 +96,33 @@ def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
         content.append(block)
         walk.log(f"{ptr}/content/{len(content) - 1}", "rewrite", rule, None, f"text block with the JSON of {ptr}/structuredContent", raw=True)
     if walk.policy == "strict" or rule == "SC-structuredContent-any":
-        walk.log(f"{ptr}/structuredContent", "drop", rule, sc)
+        walk.log(f"{ptr}/structuredContent", "drop", rule, sent)
         del value["structuredContent"]
     else:
-        walk.log(f"{ptr}/structuredContent", "keep", rule, sc)
+        walk.log(f"{ptr}/structuredContent", "keep", rule, sent)
     return value
 
 
 def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     props = target.get("properties") or {}
-    if "title" in value and "title" not in props and "annotations" in props:
+    if value.get("title") is not None and "title" not in props and "annotations" in props:  # (a null title: absent)
         ann_name, ann = walk.model.resolve(props["annotations"]["$ref"]) if "$ref" in props["annotations"] else (None, props["annotations"])
         annotations = value.get("annotations")
-        if "title" in (ann.get("properties") or {}) and (annotations is None or isinstance(annotations, dict)):
+        if "title" in (ann.get("properties") or {}) and (annotations is None or annotations == [] or isinstance(annotations, dict)):
+            if annotations == [] or (annotations is None and "annotations" in value):
+                # wire-format values with one meaning (mcpx_core/repair.py): [] is {}, null is absent;
+                # read so here, where the title moves into them
+                if annotations is None:
+                    walk.log(f"{ptr}/annotations", "repair", "REPAIR-null-optional", "null", raw=True)
+                    del value["annotations"]
+                else:
+                    walk.log(f"{ptr}/annotations", "repair", "REPAIR-empty-array-object", "[]", "{}", raw=True)
+                    value["annotations"] = {}
             title = value.pop("title")
             annotations = value.setdefault("annotations", {})
+            if "title" in annotations and annotations["title"] is None:  # null: absent (mcpx_core/repair.py)
+                walk.log(f"{ptr}/annotations/title", "repair", "REPAIR-null-optional", "null", raw=True)
+                del annotations["title"]
             if "title" in annotations:
                 walk.log(f"{ptr}/title", "drop", "TOOL-title", title, detail="annotations.title already set")
             else:

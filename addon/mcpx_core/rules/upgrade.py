@@ -13,23 +13,23 @@ direction** paragraph in REVISIONS.md is the rule:
 - ``ERR-resource-not-found`` (docs/specification/2026-07-28/server/resources.mdx:405): a legacy
   ``-32002`` error becomes ``-32602``.
 
-The defaults are read from the receiver's schema: a member is added only where the 2026-07-28
-definition of that result lists it in ``required``. Records: action ``synthesize``.
+The defaults (and their sources) are the table of :mod:`mcpx_core.defaults`, which the repair stage
+uses too: a member is added only where the 2026-07-28 definition of that result lists it in
+``required`` (``defaults.defaults_for``). Records: action ``synthesize``, the ``RES-*`` ids.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import revisions
+from .. import defaults, revisions
 from .api import MessageHook, Outcome
 
 if TYPE_CHECKING:
     from ..downgrade import Walk
 
 #: member -> (value a legacy result means, rule id); the order is the records' order
-DEFAULTS: dict[str, tuple[Any, str]] = {"resultType": ("complete", "RES-resultType"),
-                                        "ttlMs": (0, "RES-ttlMs"), "cacheScope": ("private", "RES-cacheScope")}
+DEFAULTS: dict[str, tuple[Any, str]] = {d.member: (d.value, d.rule) for d in defaults.DEFAULTS}
 
 
 def cross_era(walk: "Walk") -> bool:
@@ -39,8 +39,7 @@ def cross_era(walk: "Walk") -> bool:
 def required_defaults(walk: "Walk", method: str | None) -> list[tuple[str, Any, str]]:
     """(member, value, rule) the receiver's result definition for ``method`` requires from :data:`DEFAULTS`."""
     name = walk.model.result_for(method) if method else "Result"
-    required = (walk.model.defs.get(name) or {}).get("required") or ()
-    return [(k, v, rule) for k, (v, rule) in DEFAULTS.items() if k in required]
+    return [(k, v, DEFAULTS[k][1]) for k, v in defaults.defaults_for(name, walk.to_rev).items()]
 
 
 def result_members(walk: "Walk", message: dict, kind: str, method: str | None, request_id: Any) -> Outcome | None:
