@@ -101,31 +101,41 @@ class Rewriter:
         self.policy = policy
         self.options = options or {}
         self.on_changes = on_changes
+        #: whether every record is read (``on_changes`` writes a log, say): when False, only the records the
+        #: flow keeps (:data:`FLOW_KEEP_MAX`) get their before/after summaries; the others are only counted
+        self.summarize_all = True
 
     # -- records ----------------------------------------------------------------------------
     def _emit(self, exch: Exchange, changes: list[Change], direction: str, msg: Any, method: str | None,
-              from_rev: str | None, to_rev: str | None) -> None:
+              from_rev: str | None, to_rev: str | None, stamped: bool = False) -> None:
+        """Deliver records: stamped with their context (unless ``stamped``: built with it, see
+        :meth:`_one`), kept on the flow (up to :data:`FLOW_KEEP_MAX`), counted, handed to ``on_changes``."""
         if not changes:
             return
         s = exch.session
-        jid = msg.get("id") if isinstance(msg, dict) else None
-        if not isinstance(jid, (int, str)) or isinstance(jid, bool):
-            jid = None
-        stamped = [c.stamped(time=_now(), flow=exch.flow_id, session=s.key if s else None, direction=direction,
-                             jsonrpc_id=jid, method=method, from_rev=from_rev, to_rev=to_rev) for c in changes]
+        if not stamped:
+            jid = _record_id(msg)
+            key = s.key if s else None
+            changes = [c.stamped(_now(), exch.flow_id, key, direction, jid, method, from_rev, to_rev) for c in changes]
         room = FLOW_KEEP_MAX - len(exch.changes)
-        if room >= len(stamped):
-            exch.changes.extend(stamped)
+        if room >= len(changes):
+            exch.changes.extend(changes)
         else:
-            exch.changes.extend(stamped[:max(room, 0)])
-            exch.changes_omitted += len(stamped) - max(room, 0)
+            exch.changes.extend(changes[:max(room, 0)])
+            exch.changes_omitted += len(changes) - max(room, 0)
         if s is not None:
-            s.changes += len(stamped)
-            s.dropped += sum(1 for c in stamped if c.action in ("drop", "drop-message"))
-            for c in stamped:
-                s.by_rule[(c.rule, c.action)] = s.by_rule.get((c.rule, c.action), 0) + 1
+            s.changes += len(changes)
+            by_rule = s.by_rule
+            dropped = 0
+            for c in changes:
+                action = c.action
+                if action == "drop" or action == "drop-message":
+                    dropped += 1
+                k = (c.rule, action)
+                by_rule[k] = by_rule.get(k, 0) + 1
+            s.dropped += dropped
         if self.on_changes:
-            self.on_changes(exch, stamped)
+            self.on_changes(exch, changes)
 
     def record(self, exch: Exchange, changes: list[Change], direction: str, from_rev: str | None, to_rev: str | None) -> None:
         """Log records made outside a message (e.g. header rules)."""
@@ -320,10 +330,14 @@ class Rewriter:
             exch.messages_omitted += 1
         if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
             return None
+        # records beyond what the flow keeps reach nobody unless every record is read: no summaries for them
+        summaries = None if self.summarize_all else max(FLOW_KEEP_MAX - len(exch.changes) - (exch.pin_change is not None), 0)
+        # the records' context: the walk builds each record once, as it is delivered
+        stamp = (exch.flow_id, s.key if s else None, direction, _record_id(msg), method, from_rev, to_rev)
         try:
             try:
                 out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
-                                request_id=exch.single_request_id, split=split)
+                                request_id=exch.single_request_id, split=split, summaries=summaries, stamp=stamp)
             except json_body.SplitFailed:
                 if split is None:
                     raise
@@ -334,7 +348,7 @@ class Rewriter:
                 msg.clear()
                 msg.update(whole.messages[0])
                 out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
-                                request_id=exch.single_request_id)
+                                request_id=exch.single_request_id, summaries=summaries, stamp=stamp)
         except json_body.Unparseable as e:  # the elements of a split body: forwarded untouched
             self.passthrough(exch, direction, e.reason)
             return None
@@ -343,13 +357,15 @@ class Rewriter:
                                      detail=f"rule failed: {type(e).__name__}: {e}")], direction, msg, method, from_rev, to_rev)
             return None
         if exch.pin_change is not None:
-            out.changes.insert(0, exch.pin_change)
+            out.changes.insert(0, exch.pin_change.stamped(_now(), *stamp))
             exch.pin_change = None
+        if out.changes and _record_id(msg) != stamp[3]:  # a rule gave the message its id (RPC-error-id-optional)
+            out.changes[:] = [c.stamped(c.time, *stamp[:3], _record_id(msg), *stamp[4:]) for c in out.changes]
         entry["changes"] = len(out.changes)
         if not out.changes:
             return None
         if out.message is msg and all(c.action == "keep" for c in out.changes):
-            self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
+            self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev, stamped=True)
             return None  # only "keep" records: the message is delivered byte for byte
         if out.reply is not None and kind == "request" and json_body.inexact_number(jid):
             # mcpx would answer this request itself, but cannot write its id back exactly (an integer
@@ -365,7 +381,7 @@ class Rewriter:
                 self.on_reply(exch, reply)  # sent at once: the sender is waiting for it
             else:
                 exch.replies.append(reply)
-        self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
+        self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev, stamped=True)
         return out
 
     def _learn_initialize(self, exch: Exchange, msg: dict) -> tuple[str | None, str | None]:
@@ -640,3 +656,9 @@ def summ_event(ev: Event) -> str:
 
 def _now() -> float:
     return time.time()
+
+
+def _record_id(msg: Any) -> int | str | None:
+    """A record's ``jsonrpc_id``: the message's id when it is an int or a str."""
+    jid = msg.get("id") if isinstance(msg, dict) else None
+    return jid if isinstance(jid, (int, str)) and not isinstance(jid, bool) else None

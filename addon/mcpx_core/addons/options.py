@@ -41,6 +41,9 @@ class Options:
                           choices=["text", "embed"])
         loader.add_option("mcpx_keep_original", int, 1 << 20,
                           "Keep up to this many bytes of each original body on the flow for inspection (0: none).")
+        loader.add_option("mcpx_record_lines", bool, False,
+                          "Also write every change record to mitmproxy's event log (debug level, one entry per message). "
+                          "On as well when termlog_verbosity (or console_eventlog_verbosity) is debug.")
         loader.add_option("mcpx_pin", Sequence[str], [],
                           "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
 
@@ -78,7 +81,14 @@ class Options:
             try:
                 st.log_file = ChangeLog(ctx.options.mcpx_log or None)
             except OSError as e:
+                st.log_file = None
+                st.sinks_changed()
                 raise exceptions.OptionsError(f"mcpx_log: cannot open {ctx.options.mcpx_log!r}: {e}") from e
+        if {"mcpx_record_lines", "termlog_verbosity", "console_eventlog_verbosity"} & updated:
+            st.record_lines = ctx.options.mcpx_record_lines or any(
+                getattr(ctx.options, name, None) == "debug" for name in ("termlog_verbosity", "console_eventlog_verbosity"))
+        if {"mcpx_log", "mcpx_record_lines", "termlog_verbosity", "console_eventlog_verbosity"} & updated:
+            st.sinks_changed()
         if "mcpx_max_body" in updated:
             st.max_body = ctx.options.mcpx_max_body
         if "mcpx_keep_original" in updated:
