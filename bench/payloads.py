@@ -19,8 +19,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 
-import orjson
+try:
+    import orjson
+except ImportError:  # the benchmark's server runs in the mcp peer's environment, without orjson
+    class orjson:  # type: ignore[no-redef]
+        @staticmethod
+        def dumps(v) -> bytes:
+            return json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode()
 
 KINDS = ("text", "image", "tools")
 SIZES = {"2KB": 2_000, "100KB": 100_000, "1MB": 1_000_000, "10MB": 10_000_000}
@@ -157,7 +164,7 @@ def heavy_body(kind: str, size: int, msg_id: int = 1) -> bytes:
         raise ValueError(kind)
 
     def make(i, room):
-        if i % 6 == 5:
+        if i % 6 == 0:
             return link_block(i // 6)
         return {"type": "text", "text": f"module_{i // 6:05d}.py:{(i % 6) * 17 + 3}: " + prose(60, i)}
     extra = 60

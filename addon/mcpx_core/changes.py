@@ -217,20 +217,36 @@ def snapshot(value: Any, depth: int = 2) -> Any:
     return value
 
 
+def _plain(s: str) -> bool:
+    """Whether orjson writes ``s`` as itself in quotes (nothing to escape: printable, no quote, no
+    backslash; orjson does not escape non-ASCII). Not for strings of more than MAX_STR characters."""
+    return s.isprintable() and '"' not in s and "\\" not in s
 
 
 def _summ(v: Any, depth: int) -> str:
-    t = type(v)
+    t = v.__class__
     if t is str:
         if len(v) > MAX_STR:
             h = hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:12]
             return f"<str len={len(v)} sha256={h}>"
-        return orjson.dumps(v).decode()
+        return f'"{v}"' if _plain(v) else orjson.dumps(v).decode()
     if t is dict:
         if depth <= 0:
             return f"{{…{len(v)} keys}}"
-        items = [f"{k if len(k) <= MAX_STR else _summ(k, 0)}: {_summ(x, depth - 1)}"
-                 for k, x in (v.items() if len(v) <= 8 else islice(v.items(), 8))]
+        d = depth - 1
+        items = []
+        for k, x in (v.items() if len(v) <= 8 else islice(v.items(), 8)):
+            # the commonest values written here, without a call: what _summ(x, d) returns for them
+            c = x.__class__
+            if c is str and len(x) <= MAX_STR and x.isprintable() and '"' not in x and "\\" not in x:
+                s = f'"{x}"'
+            elif d <= 0 and c is dict:
+                s = f"{{…{len(x)} keys}}"
+            elif d <= 0 and c is list:
+                s = f"[…{len(x)} items]"
+            else:
+                s = _summ(x, d)
+            items.append(f"{k}: {s}" if len(k) <= MAX_STR else f"{_summ(k, 0)}: {s}")
         if len(v) > 8:
             items.append(f"…+{len(v) - 8}")
         return "{" + ", ".join(items) + "}"
@@ -241,6 +257,10 @@ def _summ(v: Any, depth: int) -> str:
         if len(v) > 5:
             items.append(f"…+{len(v) - 5}")
         return "[" + ", ".join(items) + "]"
+    if t is int and -(1 << 63) <= v < (1 << 64):
+        return str(v)  # what orjson writes for an integer it can write
+    if v is None or t is bool:
+        return "null" if v is None else ("true" if v else "false")
     if isinstance(v, str):
         return _summ(str(v), depth)
     if isinstance(v, (dict, list)):

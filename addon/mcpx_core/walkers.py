@@ -45,6 +45,8 @@ class Plans:
         self._named: dict[str, Fn] = {}
         #: (id(schema node), typ) -> (node, fn): the node is held so its id stays its own
         self._nodes: dict[tuple[int, str], tuple[dict, Fn]] = {}
+        #: id(node fn) -> its obj fn, for node fns that only walk objects (see _build_named)
+        self._objs: dict[int, Fn] = {}
 
     # -- entry points ---------------------------------------------------------------------
     def named(self, name: str) -> Fn:
@@ -84,6 +86,8 @@ class Plans:
         body = self.node(node, name)
         quiet = short.issuperset if short.__class__ is frozenset else None
         holds = short.holds if short is not None and quiet is None else None
+        # a plain object definition: its walk is its obj() for a dict, nothing for anything else
+        obj = self._objs.get(id(body)) if node.get("items") is None else None
 
         def named(walk: Walk, value: Any, ptr: str) -> Any:
             if value.__class__ is dict and (quiet is not None and quiet(value) or holds is not None and holds(walk, value)):
@@ -93,6 +97,8 @@ class Plans:
                     value = hook.fn(walk, value, ptr, node)
                     if value is DROP:
                         return DROP
+            if obj is not None:
+                return obj(walk, value, ptr) if isinstance(value, dict) else value
             return body(walk, value, ptr)
 
         return named
@@ -120,6 +126,8 @@ class Plans:
                 return arr(walk, value, ptr)
             return value
 
+        if obj is not None and arr is None:
+            self._objs[id(node)] = obj  # (node is held by self._nodes: its id stays its own)
         return node
 
     def _build_obj(self, schema: dict, props: dict, typ: str) -> Fn:
