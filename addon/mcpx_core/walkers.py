@@ -255,15 +255,16 @@ class Plans:
                 value = pre(walk, value, ptr, members, names)
                 if value is DROP:
                     return DROP
-            if isinstance(value, list):
-                if array_fn is not None:
-                    return array_fn(walk, value, ptr)
-                if miss is None:
+            if value.__class__ is not dict:  # (an object, the common case, goes straight on)
+                if isinstance(value, list):
+                    if array_fn is not None:
+                        return array_fn(walk, value, ptr)
+                    if miss is None:
+                        return value
+                    new = miss(walk, value, ptr, members, names)
+                    return DROP if new is DROP else union(walk, new, ptr)
+                if not isinstance(value, dict):
                     return value
-                new = miss(walk, value, ptr, members, names)
-                return DROP if new is DROP else union(walk, new, ptr)
-            if not isinstance(value, dict):
-                return value
             if by_const is not None:
                 disc = value.get("type")
                 fn = None
