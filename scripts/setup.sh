@@ -4,6 +4,7 @@
 #                          and the test tools, plus mcpx itself (editable)
 #   tests/peers/...        the real MCP peers used by the demo and the tests (scripts/setup_peers.sh)
 #   /usr/bin/chromium      Debian's Chromium for the mitmweb browser test (scripts/setup_browser.sh, needs root)
+#   /usr/sbin/haproxy      Debian's HAProxy for the replica tests (scripts/setup_haproxy.sh, needs root)
 # A re-run only redoes what changed (stamp files keyed by sha256 of the lock files).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,4 +33,5 @@ bash "$ROOT/scripts/setup_browser.sh" &  # Debian chromium for the mitmweb brows
 browser=$!
 PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh"
 wait "$browser"
+bash "$ROOT/scripts/setup_haproxy.sh"  # Debian haproxy for the replica tests (after the browser's apt-get: one dpkg at a time)
 log "ready: $VENV/bin/mitmdump -s addon/mcpx.py --mode reverse:http://YOUR-SERVER"

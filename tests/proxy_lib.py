@@ -31,15 +31,19 @@ class Proxy:
     """A running mitmdump; ``url`` is the MCP endpoint through it, ``changes()`` the JSONL records."""
 
     def __init__(self, upstream: str, workdir: pathlib.Path, path: str = "/mcp", script: bool = True,
-                 options: dict[str, Any] | None = None, save: bool = True, scripts: tuple[str, ...] = ()):
+                 options: dict[str, Any] | None = None, save: bool = True, scripts: tuple[str, ...] = (),
+                 mode: str | None = None, port: int | None = None, tag: str = ""):
         """``options`` may override the defaults below (e.g. termlog_verbosity); ``scripts`` are
-        further addon scripts loaded after mcpx."""
-        self.port = free_port()
+        further addon scripts loaded after mcpx; ``mode``: a mitmproxy mode instead of
+        ``reverse:{upstream}`` (e.g. ``upstream:http://...``, ``regular``); ``port``: listen on this
+        port (e.g. a restart on the port of a stopped proxy); ``tag``: names this process's files."""
+        self.port = port or free_port()
         self.workdir = workdir
-        self.log_path = workdir / f"changes-{self.port}.jsonl"
-        self.flows_path = workdir / f"flows-{self.port}.mitm"
-        self.out_path = workdir / f"mitmdump-{self.port}.log"
-        argv = [mitmdump_bin(), "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port)]
+        name = f"{self.port}{tag}"
+        self.log_path = workdir / f"changes-{name}.jsonl"
+        self.flows_path = workdir / f"flows-{name}.mitm"
+        self.out_path = workdir / f"mitmdump-{name}.log"
+        argv = [mitmdump_bin(), "--mode", mode or f"reverse:{upstream}", "--listen-host", "127.0.0.1", "-p", str(self.port)]
         opts: dict[str, Any] = {"connection_strategy": "lazy", "termlog_verbosity": "info", "flow_detail": 0}
         #: the file with the keys that seal session ids (one per workdir: replicas of a test share it)
         self.key_path = workdir / "mcpx-session.key"
@@ -72,6 +76,11 @@ class Proxy:
                 time.sleep(0.1)
         else:
             raise RuntimeError(f"mitmdump did not listen: {self.output()}")
+        # mitmproxy listens before every addon's `running` hook has run (tlsconfig loads its certificate
+        # store there): a request in that window fails, and mitmdump exits on an error at startup
+        while time.time() < deadline and "listening at" not in self.output():
+            time.sleep(0.05)
+        time.sleep(0.5)
 
     def output(self) -> str:
         return self.out_path.read_text(errors="replace") if self.out_path.exists() else ""

@@ -109,6 +109,11 @@ def message_errors(revision: str, message: dict, method: str | None = None) -> l
         body = {k: v for k, v in message.items() if k in declared or k not in ("jsonrpc", "id")}
     elif "result" in message:
         name = m.result_for(method) if method else "Result"
+        if isinstance(message["result"], dict) and message["result"].get("resultType") == "input_required" \
+                and "InputRequiredResult" in m.defs:
+            # 2026-07-28: tools/call, prompts/get and resources/read may be answered by an InputRequiredResult
+            # (schema/2026-07-28/schema.ts:584, basic/patterns/mrtr.mdx:186)
+            name = "InputRequiredResult"
         root = {"$ref": p + name}
         body = message["result"]
     elif "error" in message:

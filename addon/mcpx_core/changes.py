@@ -39,6 +39,7 @@ Action = Literal[
     "split",  # batch split into single messages
     "answer-locally",  # proxy answered instead of forwarding
     "synthesize",  # added a field or header the receiver requires and the sender did not send
+    "bridge",  # a cross-era translation over several messages (upstream handshake, input_required, listen)
     "keep",  # tolerated by the target, kept (lenient policy), logged
     "passthrough",  # body forwarded byte for byte because it could not be handled (error)
 ]
@@ -284,7 +285,8 @@ def flow_summary(changes: list[Change]) -> str:
 
 
 _WORDS = {"drop": "dropped", "rewrite": "rewritten", "drop-message": "message dropped", "split": "split",
-          "answer-locally": "answered locally", "synthesize": "added", "keep": "kept", "passthrough": "passed through"}
+          "answer-locally": "answered locally", "synthesize": "added", "bridge": "bridged", "keep": "kept",
+          "passthrough": "passed through"}
 
 
 def summary_line(changes: Iterable[Change], to_rev: str | None) -> str:

@@ -12,6 +12,10 @@
   sealed ``Mcp-Session-Id`` (the headers of a streamed answer go out before its body, so the
   token cannot be added to a response the server streams through).
 - :class:`Hold`: a bridge keeps the request (``key``) and answers it later.
+- :class:`Bridge`: the request belongs to a cross-era bridge (``name``, :mod:`mcpx_core.bridge`),
+  which answers it or says how it goes on.
+- :class:`NeedEra`: which era the server at ``origin`` speaks is not known yet: the addon asks it
+  (a ``server/discover`` probe, :mod:`mcpx_core.bridge.era`) and decides again.
 """
 
 from __future__ import annotations
@@ -52,4 +56,14 @@ class Hold:
     key: str
 
 
-Disposition = Forward | AnswerLocally | SplitBatch | MintSession | Hold
+@dataclass(frozen=True)
+class Bridge:
+    name: str
+
+
+@dataclass(frozen=True)
+class NeedEra:
+    origin: str
+
+
+Disposition = Forward | AnswerLocally | SplitBatch | MintSession | Hold | Bridge | NeedEra

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 
 from . import revisions
 from .changes import Change
-from .disposition import AnswerLocally, Disposition, Forward, MintSession, SplitBatch
+from .bridge.era import EraCache
+from .disposition import AnswerLocally, Bridge, Disposition, Forward, MintSession, NeedEra, SplitBatch
 from .downgrade import Outcome, classify, downgrade, split_path
 from .framing import json_body
 from .framing.sse import Event, SSEParser
@@ -36,6 +37,8 @@ from .session import (SESSION_HEADER, VERSION_HEADER, Named, Session, SessionTra
 PRIMING_RULE = "TR-sse-priming-polling"
 BATCH_RESPONSE_RULE = "RPC-batch-response"
 BATCH_REQUEST_RULE = "RPC-batch-request"
+#: the record of an initialize result whose revision mcpx told the client as it asked (REVISIONS.md 2.4)
+VERSION_BRIDGE_RULE = "MCPX-version-bridge"
 #: bodies (or SSE event data) of at least this many bytes that answer a list request (tools/list...)
 #: are read an element at a time (json_body.split_array): memory for one element's objects, not the list's
 SPLIT_MIN = 16 << 20
@@ -56,6 +59,8 @@ class Exchange:
     """
 
     flow_id: str | None = None
+    #: the server's origin (scheme://host:port): era verdicts are kept per origin
+    origin: str = ""
     session: Session | None = None
     #: fallback session keys for clients that echo no session id: the client's connection, then its host
     client_keys: tuple[str, ...] = ()
@@ -69,6 +74,10 @@ class Exchange:
     answered: bool = False
     #: the disposition decided from the headers alone (a request body mitmproxy streams)
     early: Disposition | None = None
+    #: request ids mcpx gave the server (RPC-request-id-reuse) -> the client's own, put back on the answer
+    id_map: dict = field(default_factory=dict)
+    #: a bridge's listen stream served from another upstream stream (bridge/client2026.py Listen)
+    listen: Any = None
     #: the record of a pinned initialize result, logged with that message's other changes
     pin_change: Change | None = None
     changes: list[Change] = field(default_factory=list)
@@ -98,6 +107,10 @@ class Rewriter:
                  on_reply: Callable[[Exchange, dict], None] | None = None):
         self.on_reply = on_reply
         self.tracker = tracker if tracker is not None else SessionTracker()  # an empty tracker is falsy (__len__)
+        #: which era each upstream speaks (bridge/era.py); ``bridging``: bridge peers of different
+        #: revisions and eras (mcpx_bridge); off: only downgrade where both legs agree
+        self.era = EraCache()
+        self.bridging = True
         self.policy = policy
         self.options = options or {}
         self.on_changes = on_changes
@@ -183,9 +196,17 @@ class Rewriter:
                 exch.is_mcp = True
                 return self._unknown_session(exch, reason, jsonrpc, parsed)
             case Named(revision=rev):
+                if rev == revisions.LATEST and self.bridging and exch.origin:
+                    verdict = self.era.get(exch.origin)
+                    if verdict.speaks_2026 is None:
+                        return NeedEra(exch.origin)
+                    if verdict.speaks_2026 is False:
+                        return Bridge("client2026")  # a 2026-07-28 client in front of a legacy server
                 exch.session = self.tracker.named_session(rev)
             case Session():
                 exch.session = found
+                if found.bridge and self.bridging:
+                    return Bridge(found.bridge)
             case None:
                 exch.session = None
         s = exch.session
@@ -237,13 +258,14 @@ class Rewriter:
         sets, removes, changes = request_headers(headers, s.client_leg, s.server_rev)
         if changes:
             self.record(exch, changes, "c2s", s.client_leg, s.server_rev)
-        if s.token is not None:
-            name = next((k for k in headers if k.lower() == SESSION_HEADER), None)
-            if name is not None:
-                if s.upstream_id:
-                    sets[name] = s.upstream_id
-                else:
-                    removes.append(name)
+        name = next((k for k in headers if k.lower() == SESSION_HEADER), None)
+        if s.token is not None and name is not None:
+            if s.upstream_id:
+                sets[name] = s.upstream_id
+            else:
+                removes.append(name)
+        elif s.bridge and s.upstream_id and s.token is None:  # a bridge's own upstream session (no client token)
+            sets[name or "Mcp-Session-Id"] = s.upstream_id
         return sets, tuple(removes)
 
     def _messages(self, exch: Exchange, parsed: json_body.Parsed, jsonrpc: list, body: bytes,
@@ -317,6 +339,13 @@ class Rewriter:
             method = (exch.request_ids.get(jid) if direction == "s2c" else None) or (s.answer(asked_by, jid) if s else None)
             if direction == "s2c" and s is not None and jid in exch.request_ids:
                 s.answer("c2s", jid)
+            if direction == "s2c" and exch.id_map and isinstance(jid, str) and jid in exch.id_map:
+                # RPC-request-id-reuse: the server answered the id mcpx gave it; the client gets its own back
+                msg["id"] = exch.id_map[jid]
+                self._emit(exch, [Change(pointer="/id", action="rewrite", rule="RPC-request-id-reuse", before=f'"{jid}"',
+                                         after=orjson.dumps(msg["id"]).decode(), detail="the id mcpx gave the server, mapped back")],
+                           direction, msg, method, from_rev, to_rev)
+                jid = msg["id"]
         elif kind == "request" and direction == "s2c" and s is not None:
             s.remember("s2c", jid, method)
         if direction == "s2c" and s is not None:
@@ -393,15 +422,28 @@ class Rewriter:
         s.server_rev = s.client_rev = negotiated if revisions.is_known(negotiated) else None
         s.server_info = result.get("serverInfo")
         s.server_caps = result.get("capabilities")
+        requested = s.requested_rev
         if s.pinned_rev and s.server_rev and revisions.older(s.pinned_rev, s.server_rev):
             exch.pin_change = Change(pointer="/result/protocolVersion", action="rewrite", rule="MCPX-pin",
                                       before=f'"{negotiated}"', after=f'"{s.pinned_rev}"',
                                       detail="session pinned to an older revision by mcpx.pin")
             result["protocolVersion"] = s.pinned_rev
             s.client_rev = s.pinned_rev
+        elif self.bridging and s.server_rev in revisions.LEGACY and requested in revisions.LEGACY \
+                and revisions.older(requested, s.server_rev):
+            # REVISIONS.md 2.4 pinned mode: the server answered a newer revision than the client asked
+            # for (a client that then aborts, PEERS.md): the client is told its own, and every message
+            # is translated between the two legs
+            s.pinned_rev = None
+            exch.pin_change = Change(pointer="/result/protocolVersion", action="rewrite", rule=VERSION_BRIDGE_RULE,
+                                      before=f'"{negotiated}"', after=f'"{requested}"',
+                                      detail="the server answered a newer revision than the client asked for: the client "
+                                             "is told its own and mcpx translates between the two (mcpx_bridge)")
+            result["protocolVersion"] = requested
+            s.client_rev = requested
         elif s.pinned_rev:
             s.pinned_rev = None
-        return s.server_rev, s.client_rev
+        return s.server_rev, s.client_leg
 
     def session_learned(self, exch: Exchange, upstream_id: str | None, seal: bool = False) -> str | None:
         """The server answered this exchange's initialize (``upstream_id``: its ``Mcp-Session-Id``):
@@ -409,6 +451,34 @@ class Rewriter:
         if exch.session is None or exch.initialize is None:
             return None
         return self.tracker.learn(exch.session, upstream_id, seal)
+
+    # -- single messages, for bridges -------------------------------------------------------
+    def write(self, exch: Exchange, direction: str, value: Any) -> bytes:
+        """``value`` serialised (a passthrough record and orjson's output otherwise never fails here)."""
+        return self._write(exch, direction, value, b"") or json_body.dumps(value)
+
+    def c2s_message(self, exch: Exchange, msg: dict, source: bytes | None) -> bytes | None:
+        """One client message walked from the session's client leg to its server leg (records
+        logged); the bytes to send, or None when nothing changed (and ``source`` is given)."""
+        s = exch.session
+        if classify(msg) == "request":
+            exch.request_ids[msg["id"]] = msg.get("method")
+        res = self._one(exch, msg, "c2s", s.client_leg, s.server_rev) if s is not None else None
+        if res is None:
+            return None if source else json_body.dumps(msg)
+        return self._write(exch, "c2s", res.message, source or b"") if res.message is not None else None
+
+    def s2c_message(self, exch: Exchange, msg: dict, method: str | None, from_rev: str, to_rev: str) -> dict | None:
+        """One server message walked from ``from_rev`` to ``to_rev`` (records logged); what to deliver
+        (None: not delivered)."""
+        if method and classify(msg) in ("result", "error"):
+            exch.request_ids.setdefault(msg.get("id"), method)
+        res = self._one(exch, msg, "s2c", from_rev, to_rev)
+        return msg if res is None else res.message
+
+    def session_headers(self, exch: Exchange, headers: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+        """The header edits toward the server of :meth:`request` (session id, revision headers), with records."""
+        return self._request_headers(exch, headers)
 
     # -- responses (server -> client) -------------------------------------------------------
     def _split(self, exch: Exchange, data: bytes | None, one_line: bool = False) -> json_body.ArraySplit | None:

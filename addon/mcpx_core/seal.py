@@ -91,7 +91,12 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Strict base64url: any character outside the alphabet, and any other spelling of the same bytes
+    (e.g. a changed unused bit in the last character), raises ValueError."""
+    raw = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    if _b64(raw) != text:
+        raise ValueError("not canonical base64url")
+    return raw
 
 
 def trim_caps(caps: Any, depth: int = 2) -> dict | None:

@@ -64,10 +64,14 @@ def op_key(op: dict) -> tuple:
     return (method, op.get("name") or op.get("uri"), orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
 
 
-def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[dict] | None = None) -> Run:
+def run(client: str, server_name: str, server, workdir: pathlib.Path, ops: list[dict] | None = None,
+        proxy=None, direct: dict | None = None) -> Run:
+    """``proxy``: a factory ``proxy(upstream, workdir)`` of a context manager with ``url``, ``changes()``,
+    ``flows()`` and ``output()`` (default: one mitmdump, :class:`proxy_lib.Proxy`); ``direct``: a
+    direct run's report to reuse instead of running the client directly again."""
     ops = ops if ops is not None else scenario_ops(server_name, client)
-    direct = run_client(client, server.url, ops)
-    with Proxy(f"http://127.0.0.1:{server.port}", workdir) as px:
+    direct = direct if direct is not None else run_client(client, server.url, ops)
+    with (proxy or Proxy)(f"http://127.0.0.1:{server.port}", workdir) as px:
         via = run_client(client, px.url, ops)
     r = Run(client, server_name, ops, direct, via, px.changes(), output=px.output())
     by_flow: dict[str, list[tuple]] = {}

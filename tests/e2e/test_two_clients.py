@@ -120,3 +120,59 @@ def test_two_clients_one_host_stateless_json(peers, tmp_path):
             body = (f.request.get_content(strict=False) or b"")[:80]
             wrong.append((sender, got, f.client_conn.peername[1], body))
     assert wrong == []
+
+
+def test_a_2026_client_and_a_legacy_client_on_one_host(peers, tmp_path):
+    """client-2.4.0 pinned to 2026-07-28 (no session: every request names its revision in _meta and in
+    MCP-Protocol-Version) and fastmcp 2.3.4 (2024-11-05, a sealed session) on one host, interleaved,
+    through one mcpx, against the stateless JSON server (dual-era): each gets exactly its own revision.
+    Every message each receives validates against its own revision's schema with unknown properties
+    forbidden; the 2026 client's traffic is untouched (both of its legs speak 2026-07-28)."""
+    from mcpx_core.framing.sse import SSEParser
+    from schema_check import message_errors
+    ready, done = tmp_path / "legacy-ready", tmp_path / "new-done"
+    ops_new = [{"op": "waitFor", "path": str(ready), "timeoutMs": 60000},
+               {"id": "n-listTools", "op": "listTools"}, {**WEATHER, "id": "n-weather"},
+               {"id": "n-audio", "op": "callTool", "name": "audio_clip", "arguments": {}},
+               {"id": "n-link", "op": "callTool", "name": "resource_link", "arguments": {}},
+               {"op": "signal", "path": str(done)}]
+    ops_old = [{"id": "o-listTools", "op": "listTools"}, {"op": "signal", "path": str(ready)},
+               {"op": "waitFor", "path": str(done), "timeoutMs": 60000},
+               {**WEATHER, "id": "o-weather"}, {"id": "o-audio", "op": "callTool", "name": "audio_clip", "arguments": {}},
+               {"id": "o-link", "op": "callTool", "name": "resource_link", "arguments": {}}]
+    with pl.start_py_server(stateless=True, json_response=True) as srv:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path) as px:
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                fo = pool.submit(pl.run_tp_client, B, px.url, ops_old, 120)
+                fn = pool.submit(pl.run_client_2026, px.url, ops_new, None, timeout=120)
+                old, new = fo.result(), fn.result()
+    assert new["protocolVersion"] == "2026-07-28" and old["protocolVersion"] == REVISION[B]
+    assert {e["id"]: pl.verdict(e) for e in new["results"] if e.get("id")} == {
+        "n-listTools": "ok", "n-weather": "ok", "n-audio": "ok", "n-link": "ok"}
+    assert {e["id"]: pl.verdict(e) for e in old["results"] if e.get("id")} == {
+        "o-listTools": "ok", "o-weather": "ok", "o-audio": "ok", "o-link": "ok"}
+    checked = {"2026-07-28": 0, REVISION[B]: 0}
+    invalid = []
+    for f in px.flows():
+        meta = f.metadata.get("mcpx") or {}
+        if f.request.method != "POST" or meta.get("origin") == "mcpx" or f.response is None:
+            continue
+        req = json.loads(f.request.get_content() or b"null")
+        rev = meta.get("client_revision")
+        assert rev == ("2026-07-28" if (req.get("params") or {}).get("_meta", {}).get("io.modelcontextprotocol/protocolVersion")
+                       else REVISION[B]), (rev, req)
+        body = f.response.get_content() or b""
+        if f.response.headers.get("content-type", "").startswith("text/event-stream"):
+            p = SSEParser()
+            msgs = [json.loads(e.data) for e in p.feed(body) + p.close()[0] if e.data and e.data.strip()]
+        else:
+            msgs = [json.loads(body)] if body else []
+        for m in msgs:
+            errs = message_errors(rev, m, req.get("method"))
+            checked[rev] += 1
+            if errs:
+                invalid.append((rev, req.get("method"), errs[:2]))
+        if rev == "2026-07-28":
+            assert not meta.get("changes"), meta.get("changes")  # both legs 2026: mcpx invisible
+    assert invalid == []
+    assert checked["2026-07-28"] >= 5 and checked[REVISION[B]] >= 5, checked

@@ -19,6 +19,7 @@
 //     POSTs notifications/cancelled for the listen id)
 //   {"op":"discover"} (client-2.4.0: server/discover)
 //   {"op":"sleep","ms":200}
+//   {"op":"signal","path":"/tmp/x"} {"op":"waitFor","path":"/tmp/y","timeoutMs":60000}  (control ops for tests)
 // [options.json]: optional JSON text, e.g. {"elicitation":"decline"} (default
 //   "accept"), {"versionNegotiation":"auto"} or {"versionNegotiation":"pin:2026-07-28"}
 //   (client-2.4.0 only), {"roots":[{"uri":"file:///x","name":"x"}]} (declare the roots
@@ -32,7 +33,7 @@
 //    {"op","ok":false,"error","code"}], "serverRequests":[...]}
 // Exit 0 once connected (op failures are reported, not fatal); 2 on usage or
 // connection failure (a JSON line with "error" is still printed).
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -240,6 +241,17 @@ async function runOp(op) {
     case "sleep":
       await new Promise((r) => setTimeout(r, op.ms ?? 100));
       return {};
+    case "signal": // control op: create the file op.path (a test waits for it)
+      writeFileSync(op.path, "");
+      return {};
+    case "waitFor": { // control op: wait until the file op.path exists (a test creates it)
+      const deadline = Date.now() + (op.timeoutMs ?? 60000);
+      while (!existsSync(op.path)) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${op.path}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      return {};
+    }
     case "listTools":
       return client.listTools(op.params, reqOpts);
     case "callTool": {

@@ -15,6 +15,7 @@ Exit 0 once connected; 2 on usage or connection failure.
 
 import inspect
 import json
+import os
 import sys
 from contextlib import AsyncExitStack
 from datetime import timedelta
@@ -131,6 +132,14 @@ async def run_op(session: ClientSession, op: dict[str, Any]) -> Any:
         return await session.list_resource_templates()
     if kind == "ping":
         return await session.send_ping()
+    if kind == "signal":  # control op: create the file op["path"] (a test waits for it)
+        open(op["path"], "w").close()
+        return {}
+    if kind == "waitFor":  # control op: wait until the file op["path"] exists (a test creates it)
+        with anyio.fail_after(op.get("timeoutMs", 60000) / 1000):
+            while not os.path.exists(op["path"]):
+                await anyio.sleep(0.025)
+        return {}
     raise ValueError(f"unknown op {kind!r}")
 
 

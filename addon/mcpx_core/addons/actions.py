@@ -85,6 +85,24 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
         st.keep_body(flow, "response", original)
 
 
+async def learn_era(st: State, flow: http.HTTPFlow, origin: str) -> None:
+    """Ask the server at ``origin`` whether it speaks 2026-07-28: a ``server/discover`` probe (mcpx's
+    own flow, bridge/era.py), its verdict cached per origin. A probe that gets no answer (the
+    server unreachable) leaves no verdict: the request then goes as it is, untouched."""
+    from ..bridge import era
+    rid = f"mcpx-era-probe-{flow.id[:8]}"
+    try:
+        reply = await st.sender.send(flow, "POST", json_body.dumps(era.discover_request(rid)),
+                                     st.sender.headers_for(flow, era.discover_headers(), on_behalf=True),
+                                     "server/discover, to learn the server's era", timeout=30)
+    except upstream.UpstreamError as e:
+        logger.warning(f"mcpx: era probe of {origin} failed: {e.reason}")
+        return
+    speaks, discover = era.classify_discover(reply.status, reply.headers.get("content-type", ""), reply.body)
+    st.rewriter.era.learn(origin, speaks_2026=speaks, discover=discover)
+    logger.info(f"mcpx: {origin} speaks 2026-07-28: {'yes' if speaks else 'no'} (server/discover answered HTTP {reply.status})")
+
+
 def _answers(payload: bytes, rid) -> bool:
     try:
         parsed = json_body.parse(payload)

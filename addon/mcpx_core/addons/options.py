@@ -44,6 +44,14 @@ class Options:
         loader.add_option("mcpx_record_lines", bool, False,
                           "Also write every change record to mitmproxy's event log (debug level, one entry per message). "
                           "On as well when termlog_verbosity (or console_eventlog_verbosity) is debug.")
+        loader.add_option("mcpx_bridge", bool, True,
+                          "Bridge peers of different revisions and eras: a server that answers initialize with a newer "
+                          "revision than the client asked for, a 2026-07-28 client in front of a legacy server, legacy "
+                          "clients in front of a 2026-07-28-only server. Off: only rewrite where both legs agree.")
+        loader.add_option("mcpx_server_era", str, "auto",
+                          "Which era the server speaks: auto (learn it: a server/discover probe when the first "
+                          "2026-07-28 client comes, the answer to the first legacy initialize), legacy, 2026 or dual.",
+                          choices=["auto", "legacy", "2026", "dual"])
         loader.add_option("mcpx_pin", Sequence[str], [],
                           "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
 
@@ -51,11 +59,16 @@ class Options:
         st = self.state
         # mitmproxy does not check `choices` for values --set before the script loads: a typo such as
         # mcpx_policy=stric must not silently run another policy
-        for name, allowed in (("mcpx_policy", ("strict", "lenient")), ("mcpx_audio", ("text", "embed"))):
+        for name, allowed in (("mcpx_policy", ("strict", "lenient")), ("mcpx_audio", ("text", "embed")),
+                              ("mcpx_server_era", ("auto", "legacy", "2026", "dual"))):
             if name in updated and getattr(ctx.options, name) not in allowed:
                 raise exceptions.OptionsError(f"{name} must be one of {', '.join(allowed)}, not {getattr(ctx.options, name)!r}")
         if "mcpx_policy" in updated:
             st.rewriter.policy = ctx.options.mcpx_policy
+        if "mcpx_bridge" in updated:
+            st.rewriter.bridging = ctx.options.mcpx_bridge
+        if "mcpx_server_era" in updated:
+            st.rewriter.era.forced = ctx.options.mcpx_server_era
         if "mcpx_audio" in updated:
             st.rewriter.options["audio"] = ctx.options.mcpx_audio
         if "mcpx_pin" in updated:

@@ -7,10 +7,12 @@ import logging
 from mitmproxy import http
 
 from .. import upstream
-from ..disposition import AnswerLocally, Forward, Hold, MintSession, SplitBatch
-from .actions import mint_session, split_batch
+from ..framing import json_body
+from ..bridge import Answer, Pass
+from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
+from .actions import learn_era, mint_session, split_batch
 from .headers import header_fields, header_map, media_type
-from .state import State
+from .state import FlowUpstream, State
 
 logger = logging.getLogger("mcpx")
 
@@ -67,8 +69,13 @@ class ClientRequests:
             body = None
         elif body is not None and hv.get("content-encoding"):
             body = _decoded(req)
+        live = st.sender.available(flow)
         try:
-            disposition = st.rewriter.request(exch, req.method, body, names, live=st.sender.available(flow))
+            disposition = st.rewriter.request(exch, req.method, body, names, live=live)
+            if isinstance(disposition, NeedEra) and live:
+                await learn_era(st, flow, disposition.origin)
+                exch = st.exchange(flow)  # start again: the records of the first pass were none
+                disposition = st.rewriter.request(exch, req.method, body, names, live=live)
         except Exception as e:  # never lose a message
             st.rewriter.passthrough(exch, "c2s", f"internal error: {type(e).__name__}: {e}")
             disposition = Forward()
@@ -94,8 +101,38 @@ class ClientRequests:
                 await mint_session(st, flow, exch)
             case Hold(key=key):  # a bridge answers it later
                 logger.debug(f"mcpx: request held by a bridge ({key})")
+            case Bridge(name=name):
+                await self._bridge(flow, exch, name, body, names)
+            case NeedEra():  # offline replay: no probe is sent; the request goes as recorded
+                pass
         st.annotate(flow, exch)
 
+
+    async def _bridge(self, flow: http.HTTPFlow, exch, name: str, body: bytes | None, names: dict[str, str]) -> None:
+        """Hand the request to the cross-era bridge ``name`` and carry out what it says."""
+        st = self.state
+        bridge = st.bridges.get(name)
+        if bridge is None or not st.sender.available(flow):
+            st.rewriter.passthrough(exch, "c2s", f"bridge {name!r} unavailable (offline replay or not loaded): forwarded untouched")
+            return
+        try:
+            out = await bridge.request(exch, flow.request.method, body, names, FlowUpstream(st.sender, flow))
+        except Exception as e:  # never lose a message: the client gets a JSON-RPC error, with a record
+            logger.exception("mcpx: bridge failed")
+            st.rewriter.passthrough(exch, "c2s", f"bridge {name} failed: {type(e).__name__}: {e}")
+            out = Answer(502, json_body.dumps({"jsonrpc": "2.0", "id": exch.single_request_id,
+                                               "error": {"code": -32603, "message": f"mcpx bridge failed: {type(e).__name__}"}}))
+        match out:
+            case Answer(status=status, body=payload, headers=headers):
+                exch.answered = True
+                flow.response = http.Response.make(status, payload, header_fields(headers))
+            case Pass(body=new, method=m, set=sets, remove=removes):
+                _edit_headers(flow.request, sets, removes)
+                if m is not None:
+                    flow.request.method = m
+                if new is not None:
+                    st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")
+                    flow.request.content = new
 
     def _oversize(self, flow: http.HTTPFlow, exch) -> None:
         """The passthrough record of a request body above ``mcpx_max_body`` (MCP traffic only)."""
@@ -109,7 +146,7 @@ class ClientRequests:
 
 def _edit_headers(req: http.Request, sets: dict[str, str], removes: tuple[str, ...]) -> None:
     for name in removes:
-        del req.headers[name]
+        req.headers.pop(name, None)
     for name, value in sets.items():
         req.headers[name] = value
 

@@ -42,6 +42,13 @@ class ServerResponses:
         if not flow.live:  # offline replay: nothing streams, the response hook rewrites the whole
             return  # (decoded) body and keeps its Content-Encoding
         hv, _ = header_map(flow.response)
+        if exch.listen is not None and media_type(hv) == "text/event-stream":
+            # a bridge serves a 2026-07-28 listen from the upstream session's GET stream
+            from ..bridge.client2026 import ListenStream
+            listen = exch.listen
+            flow.response.stream = ListenStream(listen, lambda changes: st.rewriter.record(
+                exch, changes, "s2c", listen.server_rev, "2026-07-28"))
+            return
         if media_type(hv) != "text/event-stream":
             size = hv.get("content-length")
             if size and size.isdigit() and int(size) > st.max_body:

@@ -10,15 +10,39 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from typing import Any
+
 from mitmproxy import http
 
 from .. import revisions, upstream
+from ..bridge.client2026 import Client2026Bridge
 from ..changes import Change, ChangeLog, flow_summary, summary_line
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
 from ..session import SESSION_HEADER, VERSION_HEADER, Session, SessionTracker
 
 logger = logging.getLogger("mcpx")
+
+
+def origin_of(flow: http.HTTPFlow) -> str:
+    """The server's origin of a flow, ``scheme://host:port`` (era verdicts are kept per origin)."""
+    r = flow.request
+    return f"{r.scheme}://{r.host}:{r.port}"
+
+
+class FlowUpstream:
+    """:class:`mcpx_core.bridge.Upstream` for one flow: mcpx's own requests to that flow's server,
+    on the client's behalf (its credentials, same origin), through :class:`upstream.Sender`."""
+
+    def __init__(self, sender: upstream.Sender, flow: http.HTTPFlow):
+        self.sender, self.flow = sender, flow
+
+    async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
+                   on_chunk=None, stop=None, timeout: float = 600.0):
+        from ..bridge import Reply
+        r = await self.sender.send(self.flow, method, body, self.sender.headers_for(self.flow, headers, on_behalf=True),
+                                   purpose, timeout=timeout, on_chunk=on_chunk, stop=stop)
+        return Reply(r.status, r.headers, r.body)
 
 CLOSED_KEPT = 1000  # ended sessions kept for the mcpx.sessions / mcpx.report commands
 
@@ -30,6 +54,9 @@ class State:
         self.tracker = SessionTracker()
         self.rewriter = Rewriter(self.tracker, on_changes=self.on_changes, on_reply=self.on_reply)
         self.sender = upstream.Sender()
+        #: the cross-era bridges by name (mcpx_core/bridge), each ``async request(exch, messages,
+        #: headers, upstream) -> Answer | Pass``
+        self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter)}
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
@@ -58,7 +85,8 @@ class State:
         if flow.live:  # answers on the client's behalf are sent for it; offline flows get none
             self.flows[flow.id] = flow
         peer = flow.client_conn.peername
-        exch = Exchange(flow_id=flow.id, client_keys=(f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}") if peer else ())
+        exch = Exchange(flow_id=flow.id, client_keys=(f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}") if peer else (),
+                        origin=origin_of(flow))
         self.exchanges[flow.id] = exch
         return exch
 

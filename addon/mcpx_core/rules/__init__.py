@@ -8,9 +8,9 @@ is no import circle between the walk and the rules.
 
 from __future__ import annotations
 
-from . import capabilities, content, elicitation, messages, tools
+from . import capabilities, content, elicitation, messages, tools, upgrade
 from .api import Registry
 
 #: every named rule, in registration order
-ALL = [*messages.RULES, *capabilities.RULES, *content.RULES, *elicitation.RULES, *tools.RULES]
+ALL = [*messages.RULES, *upgrade.RULES, *capabilities.RULES, *content.RULES, *elicitation.RULES, *tools.RULES]
 REGISTRY = Registry(ALL)

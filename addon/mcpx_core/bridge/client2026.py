@@ -1,0 +1,491 @@
+"""A 2026-07-28 client in front of a legacy server (REVISIONS.md 2.4 cross-era mode; issue 12).
+
+The 2026 client is stateless: every request names its revision and carries its capabilities and
+clientInfo in ``params._meta`` (schema/2026-07-28/schema.ts:76-110). The legacy server wants a
+session. Per distinct client identity (origin, clientInfo, clientCapabilities) mcpx keeps one
+upstream legacy session: it sends ``initialize`` (the newest legacy revision, the client's
+capabilities downgraded, its clientInfo) and ``notifications/initialized`` itself (``LC-initialize``,
+upgrade direction), and sends every request of that client on it. What each method becomes:
+
+- ``server/discover`` (``DISC-request``): answered by mcpx from the upstream InitializeResult:
+  ``supportedVersions ["2026-07-28"]``, the server's capabilities (walked to 2026-07-28),
+  ``instructions`` (``LC-instructions``), ``_meta`` serverInfo, ``ttlMs`` 0, ``cacheScope``
+  "private", ``resultType`` "complete".
+- ``tools/call``, ``prompts/get``, ``resources/read``: sent upstream by mcpx (its own flow), so that
+  a server->client request the legacy server sends while the call runs (``sampling/createMessage``,
+  ``elicitation/create``, ``roots/list``; ``MRTR-bridge-legacy-server``) can end the client's
+  request with an InputRequiredResult (``inputRequests`` built from the held requests,
+  ``MRTR-embedded-requests``; ``requestState`` a handle mcpx keeps) while the upstream call stays
+  open; the client's retry (``inputResponses`` + that ``requestState``) answers the held upstream
+  requests and gets the call's final result, or the next round. A ``ping`` the server sends is
+  answered ``{}``, any other request -32601 (``MRTR-bridge-legacy-server``). Progress and other
+  notifications of the call reach the client before its result, in the answer's SSE body (the
+  answer is written when the call ends or asks for input: not streamed as it comes).
+- ``subscriptions/listen`` (``SUB-listen``, ``TR-get-stream``): the client's POST becomes the
+  upstream session's GET stream (``resources/subscribe`` first for the URIs it asks for); the first
+  event the client gets is the ``notifications/subscriptions/acknowledged`` for what the server can
+  honour, then each matching list_changed / resources/updated with ``subscriptionId``
+  (``META-subscriptionId``); the rest is not delivered (``SUB-list-changed-delivery``).
+- ``notifications/cancelled`` of a listen: answered 202 (the stream's close ends it).
+- every other request: forwarded on the upstream session, its answer walked to 2026-07-28 with the
+  members 2026-07-28 requires added (rules/upgrade.py).
+
+Request ids: a 2026 client's ids are unique only among its outstanding requests, and several
+clients of one identity share an upstream session: every request mcpx sends upstream gets an id of
+mcpx's own (``mcpx-<n>``, ``RPC-request-id-reuse``), mapped back on the answer.
+
+Memory only (a restart or another replica makes a new upstream session on the next request, which
+the stateless 2026 client does not notice): upstream sessions, held input_required round trips
+(600 s), listen streams. A retry whose ``requestState`` this process does not hold gets -32602.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .. import revisions
+from ..changes import Change
+from ..downgrade import classify, downgrade
+from ..framing import json_body
+from ..framing.sse import SSEParser
+from ..session import Session
+from . import Answer, Pass, Reply, Upstream
+from .era import first_response
+
+logger = logging.getLogger("mcpx")
+
+NAME = "client2026"
+LATEST = revisions.LATEST
+NEWEST_LEGACY = revisions.LEGACY[-1]
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+EMBEDDED = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
+META_KEYS = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities",
+             "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/logLevel")
+STATE_PREFIX = "mcpx-rs1."
+HELD_TTL = 600.0
+_IDS = itertools.count(1)
+
+
+def _mint() -> str:
+    return f"mcpx-{next(_IDS)}"
+
+
+@dataclass
+class Upstream2026Session:
+    """One upstream legacy session for one 2026 client identity."""
+
+    session: Session
+    instructions: str | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass
+class Held:
+    """An upstream call that asked for client input: its stream goes on in the background."""
+
+    handle: str
+    upstream: Upstream2026Session
+    method: str
+    #: the id mcpx gave the upstream call
+    call_id: str = ""
+    #: key -> (upstream request id, method) of the server requests waiting for the client's answers
+    waiting: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    #: messages (dicts) the upstream stream delivered that nobody took yet
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    done: bool = False
+    at: float = field(default_factory=time.monotonic)
+
+
+class Client2026Bridge:
+    """``request(exch, method, body, headers, upstream) -> Answer | Pass`` for 2026 client requests
+    whose server speaks no 2026-07-28 (see the module docstring)."""
+
+    name = NAME
+
+    def __init__(self, rewriter):
+        self.rw = rewriter
+        self.sessions: dict[tuple, Upstream2026Session] = {}
+        self.held: dict[str, Held] = {}
+
+    # -- entry --------------------------------------------------------------------------------
+    async def request(self, exch, method: str, body: bytes | None, headers: dict[str, str], upstream: Upstream) -> Answer | Pass:
+        msg = _single(body)
+        if msg is None:
+            return Pass()  # not one JSON-RPC message: as it is (the server answers it)
+        kind = classify(msg)
+        m = msg.get("method")
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        up = await self._upstream_session(exch, meta, upstream)
+        exch.session = up.session
+        self._expire()
+        if kind == "notification":
+            if m == "notifications/cancelled":
+                self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="CANCEL-direction",
+                                             detail="a 2026 client's cancel over HTTP: the stream's close ends the request")],
+                               "c2s", LATEST, up.session.server_rev)
+                return Answer(202, b"", ())
+            return self._pass(exch, msg, body, headers, up)
+        if kind != "request":
+            return Pass()
+        exch.single_request_id = msg.get("id")
+        exch.request_ids[msg.get("id")] = m
+        if m == "server/discover":
+            return self._discover(exch, msg, up)
+        if m == "subscriptions/listen":
+            return await self._listen(exch, msg, params, up, upstream)
+        if m in MRTR_METHODS:
+            state = params.get("requestState")
+            if isinstance(state, str) and state.startswith(STATE_PREFIX):
+                return await self._retry(exch, msg, params, state, upstream)
+            return await self._call(exch, msg, up, upstream)
+        return self._pass(exch, msg, body, headers, up)
+
+    # -- the upstream session -------------------------------------------------------------------
+    async def _upstream_session(self, exch, meta: dict, upstream: Upstream) -> Upstream2026Session:
+        info = meta.get("io.modelcontextprotocol/clientInfo") if isinstance(meta.get("io.modelcontextprotocol/clientInfo"), dict) else None
+        caps = meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict) else {}
+        key = (exch.origin, orjson.dumps(info, option=orjson.OPT_SORT_KEYS), orjson.dumps(caps, option=orjson.OPT_SORT_KEYS))
+        up = self.sessions.get(key)
+        if up is not None:
+            return up
+        init = {"jsonrpc": "2.0", "id": _mint(), "method": "initialize", "params": {
+            "protocolVersion": NEWEST_LEGACY, "capabilities": caps,
+            "clientInfo": info or {"name": "mcpx", "version": "1"}}}
+        # the client's capabilities as the legacy revision defines them (CAP-* records, c2s)
+        out = downgrade(init, "request", "initialize", LATEST, NEWEST_LEGACY, "c2s", self.rw.policy, self.rw.options)
+        reply = await upstream.send(json_body.dumps(out.message or init), {}, "initialize, for a 2026-07-28 client (LC-initialize)",
+                                    timeout=60)
+        answer = first_response(reply.headers.get("content-type", ""), reply.body)
+        result = answer.get("result") if isinstance(answer, dict) else None
+        if not isinstance(result, dict) or not revisions.is_known(result.get("protocolVersion")):
+            raise RuntimeError(f"the server did not accept initialize (HTTP {reply.status})")
+        s = Session(f"(2026 client -> {result['protocolVersion']})", client_rev=LATEST, server_rev=result["protocolVersion"],
+                    requested_rev=NEWEST_LEGACY, client_info=info, client_caps=caps, server_info=result.get("serverInfo"),
+                    server_caps=result.get("capabilities"), upstream_id=reply.headers.get("mcp-session-id"), bridge=NAME)
+        up = Upstream2026Session(s, result.get("instructions") if isinstance(result.get("instructions"), str) else None)
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await upstream.send(json_body.dumps(note), self._headers(up), "notifications/initialized, for a 2026-07-28 client", timeout=30)
+        self.sessions[key] = up
+        self.rw.record(exch, [Change(pointer="", action="bridge", rule="LC-initialize",
+                                     before=f"2026-07-28 client {(info or {}).get('name', '?')}",
+                                     after=f"upstream session at {s.server_rev}",
+                                     detail="initialize and notifications/initialized sent upstream for a 2026-07-28 client")]
+                       + out.changes, "c2s", LATEST, s.server_rev)
+        return up
+
+    @staticmethod
+    def _headers(up: Upstream2026Session) -> dict[str, str]:
+        s = up.session
+        h = {"mcp-protocol-version": s.server_rev}
+        if s.upstream_id:
+            h["mcp-session-id"] = s.upstream_id
+        return h
+
+    # -- server/discover ----------------------------------------------------------------------
+    def _discover(self, exch, msg: dict, up: Upstream2026Session) -> Answer:
+        s = up.session
+        result: dict[str, Any] = {"supportedVersions": [LATEST], "capabilities": s.server_caps or {}}
+        changes = [Change(pointer="", action="answer-locally", rule="DISC-request",
+                          detail=f"answered by mcpx from the upstream InitializeResult ({s.server_rev})")]
+        if up.instructions is not None:
+            result["instructions"] = up.instructions
+            changes.append(Change(pointer="/result/instructions", action="rewrite", rule="LC-instructions",
+                                  detail="InitializeResult.instructions copied into the DiscoverResult"))
+        if isinstance(s.server_info, dict):
+            result["_meta"] = {"io.modelcontextprotocol/serverInfo": s.server_info}
+        answer = {"jsonrpc": "2.0", "id": msg.get("id"), "result": result}
+        out = downgrade(answer, "result", "server/discover", s.server_rev, LATEST, "s2c", self.rw.policy, self.rw.options)
+        self.rw.record(exch, changes + out.changes, "s2c", s.server_rev, LATEST)
+        return Answer(200, self.rw.write(exch, "s2c", out.message or answer))
+
+    # -- requests forwarded as they are -------------------------------------------------------
+    def _pass(self, exch, msg: dict, body: bytes, headers: dict[str, str], up: Upstream2026Session) -> Pass:
+        """The client's flow goes on to the upstream session: the message walked to the server's
+        revision (``_meta`` envelope keys dropped: META-*), an id of mcpx's own, the session's headers."""
+        original = msg.get("id")
+        if "id" in msg:
+            minted = _mint()
+            exch.id_map[minted] = original
+            msg["id"] = minted
+            exch.request_ids[minted] = msg.get("method")
+            exch.single_request_id = minted
+        new = self.rw.c2s_message(exch, msg, body) or json_body.dumps(msg)
+        sets, removes = self.rw.session_headers(exch, headers)
+        return Pass(body=new, set=sets, remove=removes)
+
+    # -- calls that may need client input -------------------------------------------------------
+    async def _call(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream) -> Answer:
+        rid, method = msg.get("id"), msg.get("method")
+        minted = _mint()
+        held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted)
+        out_msg = dict(msg, id=minted)
+        body = self.rw.c2s_message(exch, out_msg, None) or json_body.dumps(out_msg)
+        parser = SSEParser()
+        first: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def on_chunk(chunk: bytes) -> None:
+            events = parser.feed(chunk) if chunk else parser.close()[0]
+            for ev in events:
+                if ev.payload is None or ev.blank():
+                    continue
+                try:
+                    value = orjson.loads(ev.payload)
+                except orjson.JSONDecodeError:
+                    continue
+                for m in value if isinstance(value, list) else [value]:
+                    held.queue.put_nowait(m)
+            if chunk == b"":
+                held.done = True
+                held.queue.put_nowait(None)
+            if not first.done():
+                first.set_result(True)
+
+        task = asyncio.get_running_loop().create_task(upstream.send(
+            body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)", on_chunk=on_chunk, stop=first))
+        reply = await task
+        if not reply.headers.get("content-type", "").startswith("text/event-stream"):
+            # a JSON answer (or an HTTP error): nothing can be held
+            held.done = True
+            answer = first_response(reply.headers.get("content-type", ""), reply.body)
+            if not isinstance(answer, dict):
+                return Answer(reply.status, reply.body, tuple(
+                    (k, v) for k, v in reply.headers.items() if k in ("content-type",)) or (("content-type", "application/json"),))
+            held.queue.put_nowait(answer)
+            held.queue.put_nowait(None)
+        return await self._next(exch, rid, minted, held, upstream)
+
+    async def _next(self, exch, rid: Any, minted: str, held: Held, upstream: Upstream) -> Answer:
+        """Read the held call's messages until its result or until it asks for client input."""
+        s = held.upstream.session
+        notes: list[dict] = []
+        asks: dict[str, dict] = {}
+        while True:
+            try:
+                m = await asyncio.wait_for(held.queue.get(), timeout=600)
+            except asyncio.TimeoutError:
+                m = None
+            if m is None:
+                break
+            kind = classify(m)
+            if kind in ("result", "error") and m.get("id") == minted:
+                self.held.pop(held.handle, None)
+                m["id"] = rid
+                exch.request_ids[rid] = held.method
+                final = self.rw.s2c_message(exch, m, held.method, s.server_rev, LATEST) or m
+                return self._answer(exch, notes, final)
+            if kind == "request":
+                if m.get("method") in EMBEDDED and not _declares(s.client_caps, m.get("method")):
+                    # the 2026 client did not declare what this needs: answered as it would (-32601)
+                    self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="MRTR-bridge-legacy-server",
+                                                 before=f"{m.get('method')} id={m.get('id')!r}",
+                                                 detail="the client declared no capability for it: -32601 on its behalf")],
+                                   "s2c", s.server_rev, LATEST)
+                    await self._answer_upstream(exch, held, m.get("id"), None, m.get("method"), upstream)
+                    continue
+                if m.get("method") in EMBEDDED:
+                    key = f"mcpx:{m.get('id')}"
+                    held.waiting[key] = (m.get("id"), m.get("method"))
+                    asks[key] = self._embedded(exch, m, s.server_rev)
+                    if held.queue.empty():
+                        break  # answer what arrived together, then ask
+                    continue
+                await self._answer_upstream(exch, held, m.get("id"), {} if m.get("method") == "ping" else None, m.get("method"), upstream)
+                continue
+            if kind == "notification":
+                out = self.rw.s2c_message(exch, m, None, s.server_rev, LATEST)
+                if out is not None:
+                    notes.append(out)
+        if asks:
+            self.held[held.handle] = held
+            result = {"resultType": "input_required", "inputRequests": asks, "requestState": held.handle}
+            if isinstance(s.server_info, dict):
+                result["_meta"] = {"io.modelcontextprotocol/serverInfo": s.server_info}
+            self.rw.record(exch, [Change(pointer="/result", action="bridge", rule="MRTR-bridge-legacy-server",
+                                         before=", ".join(f"{k}: {v['method']}" for k, v in asks.items()),
+                                         after="input_required", detail="server requests sent during the call become an "
+                                         "InputRequiredResult; the upstream call is held for the client's retry")],
+                           "s2c", s.server_rev, LATEST)
+            return self._answer(exch, notes, {"jsonrpc": "2.0", "id": rid, "result": result})
+        self.held.pop(held.handle, None)
+        err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "mcpx: the server ended the call without an answer"}}
+        self.rw.passthrough(exch, "s2c", "the upstream call ended without an answer")
+        return self._answer(exch, notes, err)
+
+    def _embedded(self, exch, m: dict, server_rev: str) -> dict:
+        """A legacy server request as an InputRequests entry (MRTR-embedded-requests): its params
+        walked to 2026-07-28, without ``jsonrpc``/``id`` (params ``_meta`` and ``task`` dropped)."""
+        req = {"jsonrpc": "2.0", "id": m.get("id"), "method": m.get("method"), "params": m.get("params") or {}}
+        params = dict(req["params"]) if isinstance(req["params"], dict) else {}
+        dropped = [k for k in ("_meta", "task") if k in params and m.get("method") != "roots/list"]
+        for k in dropped:
+            params.pop(k)
+        out = {"method": m.get("method")}
+        if params or m.get("method") != "roots/list":
+            out["params"] = params
+        self.rw.record(exch, [Change(pointer="", action="rewrite", rule="MRTR-embedded-requests",
+                                     before=f"{m.get('method')} id={m.get('id')!r}", after="inputRequests entry",
+                                     detail="jsonrpc/id removed" + (f"; params {', '.join(dropped)} removed" if dropped else ""))],
+                       "s2c", server_rev, LATEST)
+        return out
+
+    async def _answer_upstream(self, exch, held: Held, rid: Any, result: dict | None, method: str, upstream: Upstream,
+                               error: dict | None = None) -> None:
+        """POST the client's (or mcpx's) answer to a held server request on the upstream session."""
+        if result is None and error is None:
+            error = {"code": -32601, "message": f"Method not found: {method} (no 2026-07-28 equivalent; answered by mcpx)"}
+        msg = {"jsonrpc": "2.0", "id": rid, **({"result": result} if error is None else {"error": error})}
+        await upstream.send(json_body.dumps(msg), self._headers(held.upstream), f"answer to server request id={rid!r} ({method})", timeout=60)
+
+    async def _retry(self, exch, msg: dict, params: dict, state: str, upstream: Upstream) -> Answer:
+        rid = msg.get("id")
+        held = self.held.get(state)
+        if held is None:
+            self.rw.passthrough(exch, "c2s", "requestState names no input_required round trip this mcpx holds (expired, or another replica)")
+            return Answer(400, json_body.dumps({"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32602, "message": "Invalid or expired requestState (mcpx holds no such round trip)"}}))
+        responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
+        s = held.upstream.session
+        exch.session = s
+        for key, value in responses.items():
+            waiting = held.waiting.pop(key, None)
+            if waiting is None:
+                continue
+            up_id, method = waiting
+            # the client's answer as the legacy revision's result (MRTR-embedded-requests, upgrade direction)
+            out = downgrade({"jsonrpc": "2.0", "id": up_id, "result": value}, "result", method, LATEST, s.server_rev, "c2s",
+                            self.rw.policy, self.rw.options)
+            self.rw.record(exch, [Change(pointer=f"/params/inputResponses/{key}", action="bridge", rule="MRTR-bridge-legacy-server",
+                                         after=f"answer to server request id={up_id!r} ({method})",
+                                         detail="the retry's inputResponses entry answers the held upstream request")] + out.changes,
+                           "c2s", LATEST, s.server_rev)
+            await self._answer_upstream(exch, held, up_id, (out.message or {}).get("result", value), method, upstream)
+        for key, (up_id, method) in list(held.waiting.items()):  # asked but not answered: the server must not wait forever
+            held.waiting.pop(key)
+            await self._answer_upstream(exch, held, up_id, None, method, upstream,
+                                        error={"code": -32603, "message": "the client gave no answer (mcpx)"})
+        return await self._next(exch, rid, held.call_id, held, upstream)
+
+    def _answer(self, exch, notes: list[dict], final: dict) -> Answer:
+        if not notes:
+            return Answer(200, self.rw.write(exch, "s2c", final))
+        body = b"".join(b"event: message\ndata: " + self.rw.write(exch, "s2c", m) + b"\n\n" for m in [*notes, final])
+        return Answer(200, body, (("content-type", "text/event-stream"), ("cache-control", "no-cache")))
+
+    # -- subscriptions/listen ---------------------------------------------------------------------
+    async def _listen(self, exch, msg: dict, params: dict, up: Upstream2026Session, upstream: Upstream) -> Pass | Answer:
+        s = up.session
+        wanted = params.get("notifications") if isinstance(params.get("notifications"), dict) else {}
+        caps = s.server_caps or {}
+        honoured: dict[str, Any] = {}
+        for flag, cap in (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources")):
+            if wanted.get(flag) and isinstance(caps.get(cap), dict) and caps[cap].get("listChanged"):
+                honoured[flag] = True
+        uris = [u for u in wanted.get("resourceSubscriptions") or [] if isinstance(u, str)]
+        if uris and isinstance(caps.get("resources"), dict) and caps["resources"].get("subscribe"):
+            for uri in uris:
+                sub = {"jsonrpc": "2.0", "id": _mint(), "method": "resources/subscribe", "params": {"uri": uri}}
+                await upstream.send(json_body.dumps(sub), self._headers(up), f"resources/subscribe {uri}, for a 2026-07-28 listen", timeout=30)
+            honoured["resourceSubscriptions"] = uris
+        exch.listen = Listen(sub_id=msg.get("id"), honoured=honoured, server_rev=s.server_rev)
+        self.rw.record(exch, [Change(pointer="", action="bridge", rule="SUB-listen", before="POST subscriptions/listen",
+                                     after="GET stream of the upstream session",
+                                     detail=f"honoured: {', '.join(honoured) or 'nothing'}")], "c2s", LATEST, s.server_rev)
+        sets = {"mcp-protocol-version": s.server_rev, "accept": "text/event-stream"}
+        if s.upstream_id:
+            sets["mcp-session-id"] = s.upstream_id
+        return Pass(body=b"", method="GET", set=sets, remove=("content-type", "mcp-method", "mcp-name"))
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for k in [k for k, h in self.held.items() if now - h.at > HELD_TTL]:
+            self.held.pop(k, None)
+
+
+@dataclass
+class Listen:
+    """A 2026 client's listen stream served from the upstream GET stream (see :class:`ListenStream`)."""
+
+    sub_id: Any
+    honoured: dict
+    server_rev: str
+
+
+class ListenStream:
+    """The response stream of a listen served from the upstream GET stream: the acknowledgement first
+    (``SUB-acknowledged`` upgrade direction), then each list_changed / resources/updated the client
+    asked for, with ``subscriptionId`` (``META-subscriptionId``, ``SUB-list-changed-delivery``); every
+    other upstream event is not delivered (a record each). A ``flow.response.stream`` callable."""
+
+    KINDS = {"notifications/tools/list_changed": "toolsListChanged", "notifications/prompts/list_changed": "promptsListChanged",
+             "notifications/resources/list_changed": "resourcesListChanged"}
+
+    def __init__(self, listen: "Listen", record):
+        self.listen, self.record = listen, record
+        self.parser = SSEParser()
+        self.started = False
+
+    def _event(self, msg: dict) -> bytes:
+        return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
+
+    def _meta(self) -> dict:
+        return {"io.modelcontextprotocol/subscriptionId": self.listen.sub_id}
+
+    def __call__(self, chunk: bytes) -> list[bytes]:
+        out: list[bytes] = []
+        if not self.started:
+            self.started = True
+            ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                   "params": {"_meta": self._meta(), "notifications": self.listen.honoured}}
+            out.append(self._event(ack))
+        for ev in self.parser.feed(chunk) if chunk else self.parser.close()[0]:
+            if ev.payload is None or ev.blank():
+                continue
+            try:
+                m = orjson.loads(ev.payload)
+            except orjson.JSONDecodeError:
+                continue
+            method = m.get("method") if isinstance(m, dict) else None
+            wanted = (method == "notifications/resources/updated"
+                      and (m.get("params") or {}).get("uri") in (self.listen.honoured.get("resourceSubscriptions") or ())) \
+                or self.listen.honoured.get(self.KINDS.get(method or "", ""))
+            if wanted and "id" not in m:
+                params = dict(m.get("params") or {})
+                params["_meta"] = {**(params.get("_meta") or {}), **self._meta()}
+                out.append(self._event({"jsonrpc": "2.0", "method": method, "params": params}))
+                self.record([Change(pointer="/params/_meta/io.modelcontextprotocol~1subscriptionId", action="synthesize",
+                                    rule="META-subscriptionId", after=str(self.listen.sub_id))])
+            else:
+                self.record([Change(pointer="", action="drop-message", rule="SUB-list-changed-delivery",
+                                    before=f"{method or 'event'} on the upstream GET stream",
+                                    detail="not asked for by the listen request (or not expressible for 2026-07-28)")])
+        return out
+
+
+#: the client capability each embedded request needs (schema/2026-07-28/schema.ts ClientCapabilities)
+CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+
+
+def _declares(caps: dict | None, method: str) -> bool:
+    return isinstance(caps, dict) and isinstance(caps.get(CAPABILITY[method]), dict)
+
+
+def _single(body: bytes | None) -> dict | None:
+    if not body:
+        return None
+    try:
+        parsed = json_body.parse(body)
+    except json_body.Unparseable:
+        return None
+    return parsed.messages[0] if not parsed.batch and classify(parsed.messages[0]) else None
+
+
+__all__ = ["Client2026Bridge", "Listen", "ListenStream", "NAME", "Reply"]

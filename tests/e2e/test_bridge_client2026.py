@@ -1,0 +1,217 @@
+"""Bridging, part 2 (issue 12): a 2026-07-28 client in front of a legacy-only server.
+
+The server is the npm everything server (legacy only: it answers ``server/discover`` with 400 "Server
+not initialized"); the client is the released ``@modelcontextprotocol/client`` 2.4.0 pinned to
+2026-07-28, which directly fails at connect ("did not offer pinned protocol version 2026-07-28 via
+server/discover"). Through mcpx it runs the everything scenario (every op but ``ping``, which
+2026-07-28 does not have), the sampling and elicitation round trips included, and a
+``subscriptions/listen`` stream with a resource subscription, with zero failures; every message it
+receives validates against the 2026-07-28 schema with unknown properties forbidden. A raw 2026
+client then shows the exact messages on both legs of an input_required round trip (minted ids, the
+held upstream request, the ``requestState`` handle), of a client lacking the capability, of a stale
+handle and of the listen stream.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import orjson
+import pytest
+
+import peers_lib as pl
+from proxy_lib import Client, Proxy, messages_of
+from schema_check import message_errors
+
+pytestmark = pytest.mark.peers
+NEW = "2026-07-28"
+SERVER_INFO = {"name": "mcp-servers/everything", "title": "Everything Reference Server", "version": "2.0.0"}
+LISTEN_OPS = [
+    {"id": "listen", "op": "listen", "filter": {"toolsListChanged": True, "resourceSubscriptions": ["demo://resource/dynamic/text/1"]}},
+    {"id": "subscriber-updates-on", "op": "callTool", "name": "toggle-subscriber-updates", "arguments": {}},
+    {"id": "wait-updated", "op": "waitNotification", "method": "notifications/resources/updated", "timeoutMs": 15000},
+    {"id": "subscriber-updates-off", "op": "callTool", "name": "toggle-subscriber-updates", "arguments": {}},
+    {"id": "unlisten", "op": "unlisten"},
+]
+
+
+@pytest.fixture(scope="module")
+def everything():
+    missing = pl.peers_missing()
+    if missing:
+        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
+            pytest.fail(f"test peers missing: {missing}")
+        pytest.skip(f"test peers missing: {missing}")
+    with pl.start_everything_server() as ev:
+        yield ev
+
+
+def delivered(px: Proxy) -> list[tuple[dict, str | None]]:
+    """(message, method it answers) of every message the 2026 client got (its flows, not mcpx's own)."""
+    out = []
+    for f in px.flows():
+        meta = f.metadata.get("mcpx") or {}
+        if meta.get("origin") == "mcpx" or f.response is None or meta.get("client_revision") != NEW:
+            continue
+        req = json.loads(f.request.get_content() or b"null") if f.request.get_content() else None
+        method = req.get("method") if isinstance(req, dict) else None
+        for m in messages_of(f.response.headers.get("content-type", ""), f.response.get_content() or b""):
+            out.append((m, method if "method" not in m else None))
+    return out
+
+
+def test_client_2026_runs_its_scenario_against_a_legacy_server(everything, tmp_path):
+    ops = [op for op in pl.scenario_ops("everything", "client-2.4.0") if op["op"] != "ping"] + LISTEN_OPS
+    direct = pl.run_client_2026(everything.url, ops[:1])
+    assert direct["returncode"] == 2 and "did not offer pinned protocol version 2026-07-28" in direct["error"], direct
+    with Proxy(f"http://127.0.0.1:{everything.port}", tmp_path) as px:
+        rep = pl.run_client_2026(px.url, ops, timeout=120)
+    assert rep.get("protocolVersion") == NEW, rep
+    assert {k: v for k, v in pl.verdicts(rep).items()} == {op["id"]: "ok" for op in ops}, rep
+    by_id = {e["id"]: e for e in rep["results"]}
+    assert pl.result_text(by_id["trigger-sampling-request"]).startswith("LLM sampling result:")
+    assert pl.result_text(by_id["trigger-elicitation-request"]) == "✅ User provided the requested information!"
+    assert [b["type"] for b in by_id["get-resource-links"]["result"]["content"]] == ["text", "resource_link", "resource_link"]
+    updated = [n for n in rep["notifications"] if n["method"] == "notifications/resources/updated"]
+    assert updated[0] == {"method": "notifications/resources/updated", "params": {
+        "_meta": {"io.modelcontextprotocol/subscriptionId": "listen:0"}, "uri": "demo://resource/dynamic/text/1"}}
+    got = delivered(px)
+    assert len(got) >= len(ops)
+    invalid = [(m.get("method") or method, errs[:2]) for m, method in got if (errs := message_errors(NEW, m, method))]
+    assert invalid == []
+    rules = {(c["action"], c["rule"]) for c in px.changes()}
+    assert {("bridge", "LC-initialize"), ("answer-locally", "DISC-request"), ("bridge", "MRTR-bridge-legacy-server"),
+            ("rewrite", "MRTR-embedded-requests"), ("bridge", "SUB-listen"), ("synthesize", "META-subscriptionId"),
+            ("synthesize", "RES-resultType"), ("synthesize", "RES-ttlMs"), ("synthesize", "RES-cacheScope"),
+            ("rewrite", "RPC-request-id-reuse"), ("drop", "META-protocolVersion")} <= rules
+    assert not [c for c in px.changes() if c["action"] == "passthrough"], px.output()[-3000:]
+
+
+META = {"io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}}
+SAMPLE = {"name": "trigger-sampling-request", "arguments": {"prompt": "say hi", "maxTokens": 10}}
+
+
+def headers(method: str, name: str | None = None) -> dict:
+    h = {"mcp-protocol-version": NEW, "mcp-method": method}
+    if name:
+        h["mcp-name"] = name
+    return h
+
+
+def own(px: Proxy) -> list:
+    """mcpx's own flows, in the order they were sent (the file has them in the order they ended)."""
+    return sorted((f for f in px.flows() if (f.metadata.get("mcpx") or {}).get("origin") == "mcpx"),
+                  key=lambda f: f.request.timestamp_start)
+
+
+def test_input_required_round_trip_exact_on_both_legs(everything, tmp_path):
+    """sampling/createMessage sent by the legacy server during a tools/call becomes an
+    InputRequiredResult; the retry's answer goes to the held upstream request; the final result
+    answers the retry. Exact messages on the client leg and on the server leg."""
+    with Proxy(f"http://127.0.0.1:{everything.port}", tmp_path) as px:
+        c = Client(px.port)
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**SAMPLE, "_meta": META}}
+        st, h, body = c.post(call, headers("tools/call", SAMPLE["name"]))
+        first = orjson.loads(body)
+        state = first["result"]["requestState"]
+        assert st == 200 and h["content-type"] == "application/json" and re.fullmatch(r"mcpx-rs1\.[0-9a-f]{24}", state)
+        assert first == {"jsonrpc": "2.0", "id": 1, "result": {
+            "resultType": "input_required",
+            "inputRequests": {"mcpx:0": {"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Resource trigger-sampling-request context: say hi"}}],
+                "systemPrompt": "You are a helpful test server.", "maxTokens": 10, "temperature": 0.7}}},
+            "requestState": state, "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO}}}
+        answer = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"}
+        retry = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {**SAMPLE, "_meta": META, "requestState": state, "inputResponses": {"mcpx:0": answer}}}
+        st, h, body = c.post(retry, headers("tools/call", SAMPLE["name"]))
+        assert st == 200 and orjson.loads(body) == {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": (
+            'LLM sampling result: \n{\n  "model": "m",\n  "stopReason": "endTurn",\n  "role": "assistant",\n'
+            '  "content": {\n    "type": "text",\n    "text": "hi"\n  }\n}')}], "resultType": "complete"}}
+        # the same handle again: the round trip is over (this mcpx holds it no more)
+        st, h, body = c.post({**retry, "id": 3}, headers("tools/call", SAMPLE["name"]))
+        assert (st, orjson.loads(body)) == (400, {"jsonrpc": "2.0", "id": 3, "error": {
+            "code": -32602, "message": "Invalid or expired requestState (mcpx holds no such round trip)"}})
+    sent = [(f.request.method, json.loads(f.request.get_content() or b"null"), f.request.headers.get("mcp-protocol-version"),
+             bool(f.request.headers.get("mcp-session-id"))) for f in own(px)]
+    assert sent == [
+        ("POST", {"jsonrpc": "2.0", "id": sent[0][1]["id"], "method": "server/discover", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {}}}}, NEW, False),
+        ("POST", {"jsonrpc": "2.0", "id": sent[1][1]["id"], "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "raw-2026", "version": "1"}}}, None, False),
+        ("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, "2025-11-25", True),
+        # the envelope keys dropped (META-*), an empty _meta left (valid in every legacy revision)
+        ("POST", {"jsonrpc": "2.0", "id": sent[3][1]["id"], "method": "tools/call", "params": {**SAMPLE, "_meta": {}}}, "2025-11-25", True),
+        ("POST", {"jsonrpc": "2.0", "id": 0, "result": answer}, "2025-11-25", True),
+    ]
+    assert re.fullmatch(r"mcpx-era-probe-[0-9a-f]{8}", sent[0][1]["id"])
+    assert re.fullmatch(r"mcpx-\d+", sent[1][1]["id"]) and re.fullmatch(r"mcpx-\d+", sent[3][1]["id"])
+    recs = [(c["direction"], c["pointer"], c["action"], c["rule"]) for c in px.changes()]
+    assert recs == [
+        ("c2s", "", "bridge", "LC-initialize"),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1protocolVersion", "drop", "META-protocolVersion"),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientCapabilities", "drop", "META-clientCapabilities"),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientInfo", "drop", "META-clientInfo"),
+        ("s2c", "", "rewrite", "MRTR-embedded-requests"),
+        ("s2c", "/result", "bridge", "MRTR-bridge-legacy-server"),
+        ("c2s", "/params/inputResponses/mcpx:0", "bridge", "MRTR-bridge-legacy-server"),
+        ("s2c", "/result/resultType", "synthesize", "RES-resultType"),
+        ("c2s", "", "passthrough", "PASSTHROUGH-error"),
+    ]
+
+
+def test_client_without_the_capability(everything, tmp_path):
+    """A 2026 client that declares no sampling: mcpx initializes upstream without it, and the server's
+    own answer (its tool's error naming sampling) reaches the client, as a 2026 result."""
+    bare = {**META, "io.modelcontextprotocol/clientCapabilities": {}}
+    with Proxy(f"http://127.0.0.1:{everything.port}", tmp_path) as px:
+        c = Client(px.port)
+        st, _, body = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**SAMPLE, "_meta": bare}},
+                             headers("tools/call", SAMPLE["name"]))
+        res = orjson.loads(body)
+        assert st == 200 and res["id"] == 1 and res["result"]["resultType"] == "complete" and res["result"]["isError"] is True
+        assert "sampling" in res["result"]["content"][0]["text"].lower()
+    inits = [json.loads(f.request.get_content()) for f in own(px) if b'"initialize"' in (f.request.get_content() or b"")]
+    assert [i["params"]["capabilities"] for i in inits] == [{}]
+
+
+def test_listen_stream_exact_on_both_legs(everything, tmp_path):
+    """subscriptions/listen with a resource subscription: upstream, resources/subscribe on the client's
+    upstream session and its GET stream; the client gets the acknowledgement first, then the
+    subscribed resource's update, each stamped with the listen request's id."""
+    import http.client
+    with Proxy(f"http://127.0.0.1:{everything.port}", tmp_path) as px:
+        conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+        listen = {"jsonrpc": "2.0", "id": "listen:7", "method": "subscriptions/listen", "params": {
+            "_meta": META, "notifications": {"promptsListChanged": True, "resourceSubscriptions": ["demo://resource/dynamic/text/1"]}}}
+        conn.request("POST", "/mcp", orjson.dumps(listen), {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                                                            **headers("subscriptions/listen")})
+        r = conn.getresponse()
+        assert r.status == 200 and r.getheader("content-type").startswith("text/event-stream")
+        buf = b""
+        while buf.count(b"\n\n") < 1:
+            buf += r.read1(65536)
+        c = Client(px.port)
+        st, _, body = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "toggle-subscriber-updates", "arguments": {}, "_meta": META}}, headers("tools/call", "toggle-subscriber-updates"))
+        assert st == 200 and orjson.loads(body)["result"]["content"][0]["text"].startswith("Started simulated resource updated")
+        while buf.count(b"\n\n") < 2:
+            buf += r.read1(65536)
+        events = [orjson.loads(line[6:]) for line in buf.split(b"\n") if line.startswith(b"data: ")]
+        assert events[:2] == [
+            {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+                "_meta": {"io.modelcontextprotocol/subscriptionId": "listen:7"},
+                "notifications": {"promptsListChanged": True, "resourceSubscriptions": ["demo://resource/dynamic/text/1"]}}},
+            {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+                "uri": "demo://resource/dynamic/text/1", "_meta": {"io.modelcontextprotocol/subscriptionId": "listen:7"}}},
+        ]
+        c.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "toggle-subscriber-updates", "arguments": {},
+                                                                             "_meta": META}}, headers("tools/call", "toggle-subscriber-updates"))
+        conn.close()
+    subscribe = [json.loads(f.request.get_content()) for f in own(px) if b"resources/subscribe" in (f.request.get_content() or b"")]
+    assert [(m["method"], m["params"]) for m in subscribe] == [("resources/subscribe", {"uri": "demo://resource/dynamic/text/1"})]
+    gets = [f for f in px.flows() if f.request.method == "GET"]
+    assert len(gets) == 1 and gets[0].request.headers["mcp-protocol-version"] == "2025-11-25" \
+        and gets[0].request.headers.get("mcp-session-id") and "mcp-method" not in gets[0].request.headers

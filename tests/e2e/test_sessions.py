@@ -1,0 +1,167 @@
+"""Sessions travel with the session (issue 11): a restart of mitmdump loses nothing; a token that
+does not open gets the 404 of an unknown session and nothing else happens.
+
+Real released clients (npm sdk 1.10.2 against the everything server, PyPI mcp 1.8.1 against the
+mcp 2.3.0 server) run half their scenario through one mitmdump + mcpx, stop at a control op, and
+finish it through a new mitmdump on the same port: with the same key file every call passes with
+the change records of an uninterrupted run; with another key the client's next request gets HTTP
+404 from mcpx itself, with a record, and no request reaches the server.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+import time
+
+import orjson
+import pytest
+
+import peers_lib as pl
+from proxy_lib import Client, Proxy, free_port
+
+pytestmark = pytest.mark.peers
+
+CASES = [("sdk-1.10.2", "everything"), ("mcp-1.8.1", "py")]
+
+
+@pytest.fixture(scope="module")
+def servers():
+    missing = pl.peers_missing()
+    if missing:
+        if os.environ.get("CI") or os.environ.get("MCPX_REQUIRE_PEERS"):
+            pytest.fail(f"test peers missing: {missing}")
+        pytest.skip(f"test peers missing: {missing}")
+    with pl.start_everything_server() as ev, pl.start_py_server() as py:
+        yield {"everything": ev, "py": py}
+
+
+def halves(server: str, client: str) -> tuple[list[dict], list[dict]]:
+    ops = pl.scenario_ops(server, client)
+    cut = len(ops) // 2
+    return ops[:cut], ops[cut:]
+
+
+def records_by_op(px_changes: list[dict]) -> list[tuple]:
+    """(method, jsonrpc id, pointer, action, rule) of every record but the session's own handle."""
+    return [(c["method"], c["jsonrpc_id"], c["pointer"], c["action"], c["rule"]) for c in px_changes]
+
+
+def run_with_restart(client: str, srv, tmp_path: pathlib.Path, second_key: pathlib.Path | None) -> tuple[dict, list[Proxy]]:
+    """Run the client's scenario: the first half through proxy A, the rest through proxy B started on
+    A's port after A stopped (with A's key file, or ``second_key``)."""
+    first, rest = halves(srv.name, client)
+    half, go = tmp_path / "half", tmp_path / "go"
+    ops = first + [{"op": "signal", "path": str(half)}, {"op": "waitFor", "path": str(go), "timeoutMs": 60000}] + rest
+    upstream = srv.url.rsplit("/mcp", 1)[0]
+    port = free_port()
+    a = Proxy(upstream, tmp_path, port=port, tag="-a")
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(report=pl.run_client(client, a.url, ops, timeout=180)))
+    t.start()
+    deadline = time.monotonic() + 120
+    while not half.exists() and time.monotonic() < deadline and t.is_alive():
+        time.sleep(0.05)
+    assert half.exists(), "the client did not reach the middle of its scenario"
+    a.stop()
+    opts = {"mcpx_session_keys": second_key} if second_key else {}
+    b = Proxy(upstream, tmp_path, port=port, tag="-b", options=opts)
+    go.touch()
+    t.join(180)
+    b.stop()
+    return out["report"], [a, b]
+
+
+def uninterrupted(client: str, srv, tmp_path: pathlib.Path) -> tuple[dict, Proxy]:
+    first, rest = halves(srv.name, client)
+    with Proxy(srv.url.rsplit("/mcp", 1)[0], tmp_path / "ref") as px:
+        rep = pl.run_client(client, px.url, first + rest, timeout=180)
+    return rep, px
+
+
+@pytest.mark.parametrize("client,server", CASES)
+def test_restart_with_the_same_key_loses_nothing(servers, client, server, tmp_path):
+    srv = servers[server]
+    (tmp_path / "ref").mkdir()
+    ref, ref_px = uninterrupted(client, srv, tmp_path)
+    rep, (a, b) = run_with_restart(client, srv, tmp_path, None)
+    verdicts = {e["id"]: pl.verdict(e) for e in rep["results"] if e.get("id")}
+    assert verdicts == pl.expected_verdicts(server, client, direct=False), rep
+    assert verdicts == pl.verdicts(ref)
+    # the same change records as the uninterrupted run, split over the two processes
+    assert records_by_op(a.changes()) + records_by_op(b.changes()) == records_by_op(ref_px.changes())
+    assert b.changes(), "B rewrote nothing: the restart lost the session"
+    # B opened the session from the client's token: same session handle in A's and B's records
+    assert {c["session"] for c in a.changes()} == {c["session"] for c in b.changes()} == {c["session"] for c in a.changes()[:1]}
+    assert not [c for c in a.changes() + b.changes() if c["action"] in ("passthrough", "answer-locally")]
+
+
+@pytest.mark.parametrize("client,server", CASES)
+def test_restart_with_another_key_answers_404(servers, client, server, tmp_path):
+    srv = servers[server]
+    other = tmp_path / "other.key"
+    other.write_bytes(__import__("base64").b64encode(os.urandom(32)) + b"\n")
+    rep, (a, b) = run_with_restart(client, srv, tmp_path, other)
+    first, rest = halves(server, client)
+    results = [r for r in rep["results"] if r.get("id")]
+    assert [r["ok"] for r in results[:len(first)]] == [True] * len(first)
+    assert results[len(first)]["ok"] is False  # the first call after the restart: the session is unknown
+    flows = b.flows()
+    assert flows, "the client sent nothing to B"
+    # every request B got carried the old token: answered 404 by mcpx itself, none reached the server
+    assert {f.response.status_code for f in flows} == {404}
+    assert all(f.server_conn.timestamp_start is None for f in flows)
+    recs = b.changes()
+    assert recs and {(r["pointer"], r["action"], r["rule"]) for r in recs} == {("header:Mcp-Session-Id", "answer-locally", "TR-session-id")}
+    assert all(r["detail"].startswith("unknown session (session id does not open with any session key") for r in recs)
+    token = next(f.request.headers["mcp-session-id"] for f in flows)
+    for px in (a, b):  # the token is never logged
+        assert token[6:40] not in px.log_path.read_text() + px.output()
+
+
+def test_tampered_truncated_and_foreign_tokens_get_404(servers, tmp_path):
+    """A token that does not open (one character changed, cut short, or sealed by an mcpx with another
+    key) is never trusted: HTTP 404 with the JSON-RPC error a server gives an unknown session, one
+    record naming why, nothing forwarded; no token bytes and no key material in the change log or in
+    mitmdump's output at debug verbosity."""
+    upstream = servers["everything"].url.rsplit("/mcp", 1)[0]
+    (tmp_path / "other").mkdir()
+    with Proxy(upstream, tmp_path / "other", tag="-other") as other:  # its own key file
+        stranger = Client(other.port)
+        stranger.initialize("2025-06-18")
+        foreign = stranger.session
+    with Proxy(upstream, tmp_path, options={"termlog_verbosity": "debug"}) as px:
+        c = Client(px.port)
+        c.initialize("2025-06-18")
+        good = c.session
+        assert good.startswith("mcpx1.") and len(good) < 600  # measured: about 430 characters for this server
+        tampered = good[:40] + ("A" if good[40] != "A" else "B") + good[41:]
+        listing = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
+        got = {}
+        truncated = good[:6 + (len(good) - 16) // 4 * 4]  # cut at a base64 quantum: still base64url
+        for name, token in (("tampered", tampered), ("truncated", truncated), ("other key", foreign)):
+            c.session = token
+            st, h, body = c.post(listing)
+            got[name] = (st, h.get("content-type"), orjson.loads(body))
+        c.session = good
+        st, _, msgs = c.rpc(listing)
+        assert st == 200 and msgs[0]["id"] == 5 and msgs[0]["result"]["tools"]
+    err = {"jsonrpc": "2.0", "id": 5, "error": {"code": -32001, "message": "Session not found"}}
+    assert got == {k: (404, "application/json", err) for k in ("tampered", "truncated", "other key")}
+    recs = [(r["pointer"], r["action"], r["rule"], r["detail"]) for r in px.changes() if r["action"] == "answer-locally"]
+    assert recs == [
+        ("header:Mcp-Session-Id", "answer-locally", "TR-session-id",
+         "unknown session (session id does not open with any session key (tampered, truncated or sealed with another key)): answered 404, nothing forwarded"),
+        ("header:Mcp-Session-Id", "answer-locally", "TR-session-id",
+         "unknown session (session id does not open with any session key (tampered, truncated or sealed with another key)): answered 404, nothing forwarded"),
+        ("header:Mcp-Session-Id", "answer-locally", "TR-session-id",
+         "unknown session (session id does not open with any session key (tampered, truncated or sealed with another key)): answered 404, nothing forwarded"),
+    ]
+    answered = [f for f in px.flows() if f.response is not None and f.response.status_code == 404]
+    assert len(answered) == 3 and all(f.server_conn.timestamp_start is None for f in answered)
+    logs = px.log_path.read_text() + px.output()
+    key = px.key_path.read_text().strip()
+    for token in (good, tampered, truncated, foreign):
+        for i in range(6, len(token) - 24, 24):
+            assert token[i:i + 24] not in logs
+    assert key not in logs and key[:16] not in logs
