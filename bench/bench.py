@@ -166,6 +166,15 @@ def tables(res: dict) -> str:
                        f"{ms(r['bare p50'])} | {ms(r['mcpx p50'])} | {r['p50 ratio']:.2f}x | {r['p50 ratios'][0]:.2f}-"
                        f"{r['p50 ratios'][-1]:.2f}x | {other}: {ms(r[other + ' p50'])} | {r['rps ratio']:.2f}x | "
                        f"{ms(r['bare cpu'])} | {ms(r['mcpx cpu'])} | {r['us per record']:.1f} us | {met} |")
+        if any("before p50 ratio" in r for r in res["heavy_proxy"]):
+            out += ["", "The same rows with the mcpx of `--before` (the tree before this change) interleaved in the same run:", "",
+                    "| kind | size | response | before p50 ratio | range | before proxy CPU/call | CPU/record | after p50 ratio | after CPU/call | CPU/record |",
+                    "|---|---|---|---|---|---|---|---|---|---|"]
+            for r in res["heavy_proxy"]:
+                if "before p50 ratio" in r:
+                    out.append(f"| {r['kind']} | {r['size']} | {r['transport']} | {r['before p50 ratio']:.2f}x | "
+                               f"{r['before p50 ratios'][0]:.2f}-{r['before p50 ratios'][-1]:.2f}x | {ms(r['before cpu'])} | "
+                               f"{r['before us per record']:.1f} us | {r['p50 ratio']:.2f}x | {ms(r['mcpx cpu'])} | {r['us per record']:.1f} us |")
     if res.get("first_event"):
         f = res["first_event"]
         out += ["", "### 3. Streaming", "",
@@ -205,6 +214,8 @@ def main(argv=None) -> int:
                     help="comma-separated: core,memory,proxy,stream (core and proxy include the rewrite-heavy bodies); "
                          "heavy-core, heavy-proxy: only those")
     ap.add_argument("--addon", metavar="DIR", help="measure the mcpx of another tree (its addon/ directory): before/after runs")
+    ap.add_argument("--before", metavar="DIR", help="heavy proxy part: also run the mcpx of another tree (its addon/ "
+                                                    "directory), interleaved in the same run, as \"before\"")
     ap.add_argument("--markdown", metavar="PATH", help="also write the tables (markdown) to PATH")
     ap.add_argument("--json", metavar="PATH", help="also write the raw figures (JSON) to PATH")
     args = ap.parse_args(argv)
@@ -247,7 +258,8 @@ def main(argv=None) -> int:
                 for kind, _, size, _, _ in plan:  # what mcpx records per call (its core, in this process)
                     out, exch = core.Target(kind).json(core.heavy_body(kind, size))
                     records[(kind, size)] = len(exch.changes) + exch.changes_omitted
-                res["heavy_proxy"] = b.heavy(rounds=3 if args.quick else 9, plan=plan, records=records)
+                res["heavy_proxy"] = b.heavy(rounds=3 if args.quick else 9, plan=plan, records=records,
+                                             before=pathlib.Path(args.before).resolve() / "mcpx.py" if args.before else None)
             if "stream" in parts:
                 log("3. streaming")
                 res["first_event"] = b.first_event(calls=10 if args.quick else 30)

@@ -229,16 +229,19 @@ class Bench:
 
     # -- rewrite-heavy results (issue 16) ------------------------------------------------------
     def heavy(self, rounds: int, plan: list[tuple[str, str, int, int, tuple[str, ...]]], records: dict,
-              concurrency: int = 8) -> list[dict]:
+              concurrency: int = 8, before: pathlib.Path | None = None) -> list[dict]:
         """Rewrite-heavy bodies from :mod:`raw_server` through bare mitmdump, the no-op addon and
         mcpx, interleaved as :meth:`throughput`. ``plan``: (kind, size label, bytes, calls per run,
         transports). ``records``: (kind, bytes) -> change records mcpx makes per call (for the
-        proxy CPU per record). One row per kind, size and transport."""
+        proxy CPU per record). ``before``: another mcpx script, run interleaved as "before" (a
+        before/after comparison in the same run). One row per kind, size and transport."""
         servers = {t: self._add(start_raw_server(t)) for t in sorted({t for *_, ts in plan for t in ts})}
         proxies = {}
         for t, srv in servers.items():
             proxies[("bare", t)] = self._add(start_proxy(f"bare-raw-{t}", srv, mcpx=False))
             proxies[("mcpx", t)] = self._add(start_proxy(f"mcpx-raw-{t}", srv, mcpx=True))
+            if before is not None:
+                proxies[("before", t)] = self._add(start_proxy(f"before-raw-{t}", srv, mcpx=False, script=before))
             if t == "json":
                 proxies[("noop", t)] = self._add(start_proxy(f"noop-raw-{t}", srv, mcpx=False, script=NOOP_ADDON))
             else:
@@ -252,7 +255,7 @@ class Bench:
 
                 def load(name: str, n: int):
                     return asyncio.run(run_load(targets[name].port, f"127.0.0.1:{srv.port}", n, concurrency, "links", args,
-                                                _check_heavy(kind, rewritten=name == "mcpx"), method=method))
+                                                _check_heavy(kind, rewritten=name in ("mcpx", "before")), method=method))
 
                 for name in targets:  # warm-up: imports, schema models, connection pools
                     load(name, min(calls, 20))
@@ -274,12 +277,18 @@ class Bench:
                        "p50 ratios": sorted(m["p50"] / b["p50"] for m, b in zip(runs["mcpx"], runs["bare"])),
                        "rps ratio": med["mcpx"]["rps"] / med["bare"]["rps"],
                        "us per record": (med["mcpx"]["cpu"] - med["bare"]["cpu"]) / max(n_rec, 1) * 1e6}
+                if "before" in med:
+                    row["before p50 ratio"] = med["before"]["p50"] / med["bare"]["p50"]
+                    row["before p50 ratios"] = sorted(m["p50"] / b["p50"] for m, b in zip(runs["before"], runs["bare"]))
+                    row["before us per record"] = (med["before"]["cpu"] - med["bare"]["cpu"]) / max(n_rec, 1) * 1e6
                 rows.append(row)
                 self.log(f"  heavy {kind:8} {label:>5} {transport:4}: bare p50 {med['bare']['p50']*1e3:7.2f} ms, mcpx p50 "
                          f"{med['mcpx']['p50']*1e3:7.2f} ms ({row['p50 ratio']:.2f}x; rounds {row['p50 ratios'][0]:.2f}-"
                          f"{row['p50 ratios'][-1]:.2f}x), req/s {row['rps ratio']:.2f}x, proxy CPU/call "
                          f"{med['bare']['cpu']*1e3:.2f} -> {med['mcpx']['cpu']*1e3:.2f} ms ({n_rec} records: "
-                         f"{row['us per record']:.1f} us each)")
+                         f"{row['us per record']:.1f} us each)"
+                         + (f"; before: p50 {row['before p50 ratio']:.2f}x, CPU/call {med['before']['cpu']*1e3:.2f} ms "
+                            f"({row['before us per record']:.1f} us/record)" if "before" in med else ""))
         return rows
 
     # -- streaming ------------------------------------------------------------------------------
