@@ -7,8 +7,10 @@
 Parts (see core.py and proxy.py for how each figure is taken):
 
 1. rewrite core vs the JSON floor (orjson.loads; orjson.loads + orjson.dumps), 2 KB..10 MB;
+   1b. rewrite-heavy bodies (many union members or every tool to rewrite), with the cost per change record;
 2. proxy overhead: bare ``mitmdump`` vs ``mitmdump -s addon/mcpx.py`` in front of a real
    mcp 2.3.0 server, same bounded load, JSON and SSE responses, 2 KB and 1 MB results;
+   2b. the rewrite-heavy bodies through mitmdump, from a loopback server writing prebuilt bytes;
 3. streaming: time to first SSE event, and proxy memory over 1,000- to 20,000-event streams;
 4. memory: peak RSS the rewrite of a 50 MB result adds.
 

@@ -86,8 +86,8 @@ class Plans:
         body = self.node(node, name)
         quiet = short.issuperset if short.__class__ is frozenset else None
         holds = short.holds if short is not None and quiet is None else None
-        # a plain object definition: its walk is its obj() for a dict, nothing for anything else
-        obj = self._objs.get(id(body)) if node.get("items") is None else None
+        # a plain object definition (no items): its walk is its obj() for a dict, nothing for anything else
+        obj = self._objs.get(id(body))
 
         def named(walk: Walk, value: Any, ptr: str) -> Any:
             if value.__class__ is dict and (quiet is not None and quiet(value) or holds is not None and holds(walk, value)):
