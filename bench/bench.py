@@ -7,8 +7,10 @@
 Parts (see core.py and proxy.py for how each figure is taken):
 
 1. rewrite core vs the JSON floor (orjson.loads; orjson.loads + orjson.dumps), 2 KB..10 MB;
+   1b. rewrite-heavy bodies (many union members or every tool to rewrite), with the cost per change record;
 2. proxy overhead: bare ``mitmdump`` vs ``mitmdump -s addon/mcpx.py`` in front of a real
    mcp 2.3.0 server, same bounded load, JSON and SSE responses, 2 KB and 1 MB results;
+   2b. the rewrite-heavy bodies through mitmdump, from a loopback server writing prebuilt bytes;
 3. streaming: time to first SSE event, and proxy memory over 1,000- to 20,000-event streams;
 4. memory: peak RSS the rewrite of a 50 MB result adds.
 
@@ -30,8 +32,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import core  # noqa: E402
-import proxy  # noqa: E402
+core = proxy = None  # imported in main(), after --addon (which tree's mcpx core.py imports)
 
 TARGETS = {
     "no change": "<= 1.2x orjson.loads",
@@ -92,7 +93,7 @@ def tables(res: dict) -> str:
     out.append(f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB; {m['os']}; Python {m['python']}, "
                f"mitmproxy {m['mitmproxy']}, orjson {m['orjson']}. Date: {m['date']}. Mode: {res['mode']}. "
                f"Load average at start {m['load_average'][0]:.1f}, at end {res['load_end'][0]:.1f}. "
-               f"Run time {res['seconds']:.0f} s.")
+               f"Run time {res['seconds']:.0f} s. mcpx measured: `{res.get('addon', '')}`.")
     if res.get("core"):
         out += ["", "### 1. Rewrite core vs the JSON floor", "",
                 "Median time per message (ms); ratio = mcpx / floor, floor = `orjson.loads` for a message that needs no change, "
@@ -104,6 +105,24 @@ def tables(res: dict) -> str:
             out.append(f"| {r['kind']} | {r['size']} | {r['case']} | {r['changes']} | {ms(r['loads'])} | {ms(r['loads+dumps'])} | "
                        f"{ms(r['mcpx json'])} | {r['ratio json']:.2f}x | {ms(r['mcpx sse'])} | {r['ratio sse']:.2f}x | "
                        f"<= {r['target']}x | {mark(r['ratio json'] <= r['target'])} |")
+    if res.get("heavy_core"):
+        out += ["", "### 1b. Rewrite-heavy bodies: core vs the JSON floor, per change record", "",
+                "Bodies where many values need a change for a 2025-03-26 client (`bench/payloads.py` `heavy_body`): `links`, a "
+                "tools/call result with a `resource_link` block (annotations with `lastModified`) every sixth block "
+                "(2 records each) and `structuredContent`; `tooldefs`, a tools/list where every tool has `title`, `icons` and "
+                "`outputSchema` (3 records each). Median time per message (ms); ratio = mcpx / (`orjson.loads` + `orjson.dumps`); "
+                "us/record = (mcpx - that floor) / records. `mcpx json`: `Rewriter.response_json` as the addon calls it by "
+                "default (records past the flow's 1,000 kept ones counted, not described); `+ read`: then every kept record "
+                "read as `State.annotate` stores it (their summaries made); `mcpx_log`: every record described and written as "
+                "JSON Lines (to /dev/null); `sse`: the body as one SSE event. Target: <= 3x from 100 KB up, <= 5 us per record.", "",
+                "| kind | size | records | loads+dumps | mcpx json | ratio | us/record | + read | ratio | us/record | mcpx_log | ratio | us/record | sse ratio | met (json) |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in res["heavy_core"]:
+            ok = r["us per record mcpx json"] <= 5 and (r["bytes"] < 50_000 or r["ratio mcpx json"] <= r["target"])
+            out.append(f"| {r['kind']} | {r['size']} | {r['changes']} | {ms(r['loads+dumps'])} | {ms(r['mcpx json'])} | "
+                       f"{r['ratio mcpx json']:.2f}x | {r['us per record mcpx json']:.2f} | {ms(r['mcpx json + read'])} | "
+                       f"{r['ratio mcpx json + read']:.2f}x | {r['us per record mcpx json + read']:.2f} | {ms(r['mcpx_log'])} | "
+                       f"{r['ratio mcpx_log']:.2f}x | {r['us per record mcpx_log']:.2f} | {r['ratio mcpx sse']:.2f}x | {mark(ok)} |")
     if res.get("memory"):
         out += ["", "### 4. Memory: peak RSS to rewrite a 50 MB result", "",
                 "Peak RSS the rewrite adds on top of the process that already holds the body (target: <= 3x the body size).", "",
@@ -131,6 +150,33 @@ def tables(res: dict) -> str:
             "mcpx streams every SSE response (event by event); bare mitmdump buffers it by default. The same SSE runs "
             "through bare mitmdump with streaming on (`--set stream_large_bodies=1`), for the share of mitmproxy's own "
             "streaming mode in the figures above:"))
+    if res.get("heavy_proxy"):
+        out += ["", "### 2b. Rewrite-heavy bodies through the proxy", "",
+                "The bodies of 1b from a loopback server that writes prebuilt bytes (`bench/raw_server.py`; an SDK server "
+                "spends longer serialising thousands of blocks than any proxy), 2025-03-26 client, 8 concurrent calls; bare "
+                "mitmdump, the no-op addon (JSON) or bare streaming (SSE) and mcpx interleaved, medians over the rounds. "
+                "p50 ratio range: the lowest and highest mcpx/bare ratio of single rounds. CPU/record = (mcpx - bare proxy "
+                "CPU per call) / records per call: every cost of a change through mitmdump. Target: p50 <= 1.15x at 2 KB, "
+                "<= 1.5x at 1 MB.", "",
+                "| kind | size | response | records | calls x rounds | bare p50 | mcpx p50 | p50 ratio | range | other p50 | req/s ratio | proxy CPU/call bare | mcpx | CPU/record | met |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in res["heavy_proxy"]:
+            other = "noop" if r["transport"] == "json" else "bare stream"
+            limit = {"2KB": 1.15, "1MB": 1.5}.get(r["size"])
+            met = "-" if limit is None else mark(r["p50 ratio"] <= limit)
+            out.append(f"| {r['kind']} | {r['size']} | {r['transport']} | {r['records']} | {r['calls']} x {r['rounds']} | "
+                       f"{ms(r['bare p50'])} | {ms(r['mcpx p50'])} | {r['p50 ratio']:.2f}x | {r['p50 ratios'][0]:.2f}-"
+                       f"{r['p50 ratios'][-1]:.2f}x | {other}: {ms(r[other + ' p50'])} | {r['rps ratio']:.2f}x | "
+                       f"{ms(r['bare cpu'])} | {ms(r['mcpx cpu'])} | {r['us per record']:.1f} us | {met} |")
+        if any("before p50 ratio" in r for r in res["heavy_proxy"]):
+            out += ["", "The same rows with the mcpx of `--before` (the tree before this change) interleaved in the same run:", "",
+                    "| kind | size | response | before p50 ratio | range | before proxy CPU/call | CPU/record | after p50 ratio | after CPU/call | CPU/record |",
+                    "|---|---|---|---|---|---|---|---|---|---|"]
+            for r in res["heavy_proxy"]:
+                if "before p50 ratio" in r:
+                    out.append(f"| {r['kind']} | {r['size']} | {r['transport']} | {r['before p50 ratio']:.2f}x | "
+                               f"{r['before p50 ratios'][0]:.2f}-{r['before p50 ratios'][-1]:.2f}x | {ms(r['before cpu'])} | "
+                               f"{r['before us per record']:.1f} us | {r['p50 ratio']:.2f}x | {ms(r['mcpx cpu'])} | {r['us per record']:.1f} us |")
     if res.get("first_event"):
         f = res["first_event"]
         out += ["", "### 3. Streaming", "",
@@ -149,30 +195,73 @@ def tables(res: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+#: the rewrite-heavy bodies through the proxy: (kind, size label, bytes, calls per run (full, quick), transports)
+HEAVY_PLAN = [
+    ("links", "2KB", 2_000, (500, 200), ("json", "sse")),
+    ("links", "100KB", 100_000, (100, 40), ("json",)),
+    ("links", "1MB", 1_000_000, (20, 10), ("json", "sse")),
+    ("links", "10MB", 10_000_000, (4, 2), ("json",)),
+    ("tooldefs", "2KB", 2_000, (500, 200), ("json",)),
+    ("tooldefs", "100KB", 100_000, (100, 40), ("json",)),
+    ("tooldefs", "1MB", 1_000_000, (20, 10), ("json",)),
+    ("tooldefs", "10MB", 10_000_000, (4, 2), ("json",)),
+]
+
+
 def main(argv=None) -> int:
+    global core, proxy
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer rounds and calls (about a minute or two)")
-    ap.add_argument("--parts", default="core,memory,proxy,stream", help="comma-separated: core,memory,proxy,stream")
+    ap.add_argument("--parts", default="core,memory,proxy,stream",
+                    help="comma-separated: core,memory,proxy,stream (core and proxy include the rewrite-heavy bodies); "
+                         "heavy-core, heavy-proxy: only those")
+    ap.add_argument("--addon", metavar="DIR", help="measure the mcpx of another tree (its addon/ directory): before/after runs")
+    ap.add_argument("--before", metavar="DIR", help="heavy proxy part: also run the mcpx of another tree (its addon/ "
+                                                    "directory), interleaved in the same run, as \"before\"")
     ap.add_argument("--markdown", metavar="PATH", help="also write the tables (markdown) to PATH")
     ap.add_argument("--json", metavar="PATH", help="also write the raw figures (JSON) to PATH")
     args = ap.parse_args(argv)
+    if args.addon:
+        os.environ["MCPX_BENCH_ADDON"] = str(pathlib.Path(args.addon).resolve())
+    import core as core_mod  # noqa: E402  (after MCPX_BENCH_ADDON: the tree it imports)
+    import proxy as proxy_mod  # noqa: E402
+    core, proxy = core_mod, proxy_mod
+    if args.addon:
+        proxy.MCPX_SCRIPT = pathlib.Path(args.addon).resolve() / "mcpx.py"
     parts = set(args.parts.split(","))
+    if "core" in parts:
+        parts.add("heavy-core")
+    if "proxy" in parts:
+        parts.add("heavy-proxy")
     t0 = time.time()
-    res: dict = {"machine": machine(), "mode": "quick" if args.quick else "full"}
+    res: dict = {"machine": machine(), "mode": "quick" if args.quick else "full", "addon": core.ADDON_DIR}
     def log(line: str) -> None:
         print(f"[{time.time() - t0:5.0f} s] {line}", flush=True)
+    rounds, batch = (3, 0.02) if args.quick else (7, 0.05)
     if "core" in parts:
         log("1. rewrite core vs orjson")
-        res["core"] = core.time_rows(rounds=3 if args.quick else 7, batch=0.02 if args.quick else 0.05, log=log)
+        res["core"] = core.time_rows(rounds=rounds, batch=batch, log=log)
+    if "heavy-core" in parts:
+        log("1b. rewrite-heavy bodies: core vs orjson, per change record")
+        res["heavy_core"] = core.heavy_rows(rounds=rounds, batch=batch, log=log)
     if "memory" in parts:
         log("4. memory: 50 MB result")
         res["memory"] = core.memory_rows(kinds=("text", "image") if args.quick else core.KINDS, log=log)
-    if parts & {"proxy", "stream"}:
-        with proxy.Bench(log=log) as b:
+    if parts & {"proxy", "stream", "heavy-proxy"}:
+        with proxy.Bench(log=log, sdk=bool(parts & {"proxy", "stream"})) as b:
             if "proxy" in parts:
                 log("2. proxy overhead")
                 plan = {"2KB": (2000, 200 if args.quick else 500), "1MB": (1_000_000, 20 if args.quick else 50)}
                 res["proxy"] = b.throughput(rounds=3 if args.quick else 9, plan=plan)
+            if "heavy-proxy" in parts:
+                log("2b. rewrite-heavy bodies through the proxy")
+                plan = [(k, label, size, calls[1 if args.quick else 0], ts) for k, label, size, calls, ts in HEAVY_PLAN]
+                records = {}
+                for kind, _, size, _, _ in plan:  # what mcpx records per call (its core, in this process)
+                    out, exch = core.Target(kind).json(core.heavy_body(kind, size))
+                    records[(kind, size)] = len(exch.changes) + exch.changes_omitted
+                res["heavy_proxy"] = b.heavy(rounds=3 if args.quick else 9, plan=plan, records=records,
+                                             before=pathlib.Path(args.before).resolve() / "mcpx.py" if args.before else None)
             if "stream" in parts:
                 log("3. streaming")
                 res["first_event"] = b.first_event(calls=10 if args.quick else 30)

@@ -32,13 +32,16 @@ import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "addon")]
+#: the mcpx tree measured (bench.py --addon DIR: another tree's addon/, for a before/after run)
+ADDON_DIR = os.environ.get("MCPX_BENCH_ADDON") or str(HERE.parent / "addon")
+sys.path[:0] = [str(HERE), ADDON_DIR]
 
 import orjson  # noqa: E402
 
 from mcpx_core.rewrite import Exchange, Rewriter, SSERewriter  # noqa: E402
 from mcpx_core.session import SessionTracker  # noqa: E402
-from payloads import KINDS, METHOD, REVISION, SIZES, result_body  # noqa: E402
+from mcpx_core.changes import ChangeLog  # noqa: E402
+from payloads import HEAVY_KINDS, HEAVY_METHOD, KINDS, METHOD, REVISION, SIZES, heavy_body, result_body  # noqa: E402
 
 
 def sse_framed(body: bytes) -> bytes:
@@ -48,12 +51,19 @@ def sse_framed(body: bytes) -> bytes:
 class Target:
     """The rewrite of one body, as the addon does it (fresh Exchange per call, shared session)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, log: bool = False):
         self.store = SessionTracker()
         self.session = self.store.create("bench")
         self.session.client_rev = self.session.server_rev = REVISION
         self.rewriter = Rewriter(self.store)
-        self.method = METHOD[kind]
+        # as the addon runs by default (no mcpx_log, no record lines): records past the flow's kept ones
+        # are counted, not described. ``log``: as with mcpx_log set, every record written (to /dev/null)
+        self.rewriter.summarize_all = log
+        if log:
+            sink = ChangeLog(None)
+            sink._fh = open(os.devnull, "ab", buffering=0)  # the log's serialisation, nothing kept
+            self.rewriter.on_changes = lambda exch, changes: sink.write(changes)
+        self.method = {**METHOD, **HEAVY_METHOD}[kind]
 
     def exchange(self) -> Exchange:
         exch = Exchange(flow_id="bench", session=self.session, is_mcp=True, single_request_id=1)
@@ -129,6 +139,53 @@ def time_rows(rounds: int, batch: float, sizes: dict[str, int] | None = None, ki
                 log(f"  core {kind:5} {label:>5} {row['case']:9}: loads {med['loads']*1e3:8.3f} ms, loads+dumps "
                     f"{med['loads+dumps']*1e3:8.3f} ms, mcpx json {med['mcpx json']*1e3:8.3f} ms ({row['ratio json']:.2f}x), "
                     f"sse {med['mcpx sse']*1e3:8.3f} ms ({row['ratio sse']:.2f}x)")
+    return rows
+
+
+def heavy_rows(rounds: int, batch: float, sizes: dict[str, int] | None = None, kinds=HEAVY_KINDS, log=print) -> list[dict]:
+    """Rewrite-heavy bodies (issue 16): one row per (kind, size), times in seconds, the ratio to
+    ``loads+dumps`` and the cost per change record beyond that floor.
+
+    ``mcpx json``: :meth:`Rewriter.response_json` as the addon calls it by default; ``+ read``: and
+    then every record the flow keeps read as the addon stores it (``as_dict``, what
+    ``State.annotate`` does: the summaries made then); ``mcpx_log``: with every record described
+    and written as JSON Lines (to /dev/null); ``mcpx sse``: the body as one SSE event."""
+    rows = []
+    for kind in kinds:
+        target, logged = Target(kind), Target(kind, log=True)
+        for label, size in (sizes or SIZES).items():
+            body = heavy_body(kind, size)
+            sse_body = sse_framed(body)
+            out, exch = target.json(body)
+            n_changes = len(exch.changes) + exch.changes_omitted
+            if out is None or n_changes == 0:
+                raise AssertionError(f"{kind} {label}: no rewrite")
+
+            def read(e):
+                target.rewriter.response_json(e, body)
+                for c in e.changes:
+                    c.as_dict()
+
+            runners = {
+                "loads": _timer(orjson.loads, lambda n: [body] * n),
+                "loads+dumps": _timer(lambda b: orjson.dumps(orjson.loads(b)), lambda n: [body] * n),
+                "mcpx json": _timer(lambda e: target.rewriter.response_json(e, body), lambda n: [target.exchange() for _ in range(n)]),
+                "mcpx json + read": _timer(read, lambda n: [target.exchange() for _ in range(n)]),
+                "mcpx_log": _timer(lambda e: logged.rewriter.response_json(e, body), lambda n: [logged.exchange() for _ in range(n)]),
+                "mcpx sse": _timer(lambda e: SSERewriter(target.rewriter, e).whole(sse_body), lambda n: [target.exchange() for _ in range(n)]),
+            }
+            med = interleaved(runners, rounds, batch)
+            floor = med["loads+dumps"]
+            row = {"kind": kind, "size": label, "bytes": len(body), "case": "rewrite-heavy", "changes": n_changes,
+                   "kept": len(exch.changes), **med,
+                   **{f"ratio {k}": med[k] / floor for k in ("mcpx json", "mcpx json + read", "mcpx_log", "mcpx sse")},
+                   **{f"us per record {k}": (med[k] - floor) / n_changes * 1e6 for k in ("mcpx json", "mcpx json + read", "mcpx_log")},
+                   "target": 3.0}
+            rows.append(row)
+            log(f"  heavy {kind:8} {label:>5}: {n_changes:6} records, loads+dumps {floor*1e3:8.3f} ms, mcpx json "
+                f"{med['mcpx json']*1e3:8.3f} ms ({row['ratio mcpx json']:.2f}x, {row['us per record mcpx json']:.2f} us/record), "
+                f"+ read {row['ratio mcpx json + read']:.2f}x ({row['us per record mcpx json + read']:.2f} us), "
+                f"mcpx_log {row['ratio mcpx_log']:.2f}x ({row['us per record mcpx_log']:.2f} us), sse {row['ratio mcpx sse']:.2f}x")
     return rows
 
 

@@ -102,10 +102,12 @@ class Client:
             raise BenchError(f"notifications/initialized: HTTP {rep.status}")
 
     async def call(self, tool: str, args: dict) -> Reply:
-        rep = await self.post({"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
-                               "params": {"name": tool, "arguments": args}})
+        return await self.request("tools/call", {"name": tool, "arguments": args})
+
+    async def request(self, method: str, params: dict) -> Reply:
+        rep = await self.post({"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params})
         if rep.status != 200 or b'"result"' not in rep.body:
-            raise BenchError(f"tools/call {tool}: HTTP {rep.status}: {rep.body[:300]!r}")
+            raise BenchError(f"{method} {params.get('name', '')}: HTTP {rep.status}: {rep.body[:300]!r}")
         return rep
 
 
@@ -126,10 +128,11 @@ def result_of(rep: Reply) -> dict:
 
 
 async def run_load(port: int, host_header: str, calls: int, concurrency: int, tool: str, args: dict,
-                   check=None, deadline: float = 300.0) -> tuple[list[float], float]:
+                   check=None, deadline: float = 300.0, method: str = "tools/call") -> tuple[list[float], float]:
     """``calls`` tools/call requests over ``concurrency`` sessions: (latencies in s, wall time in s).
 
-    ``check(reply)`` is called on each session's first reply (raise to fail the run).
+    ``check(reply)`` is called on each session's first reply (raise to fail the run). ``method``
+    other than tools/call: that request with ``args`` as its params (``tool`` unused).
     """
     clients = [Client(port, host_header) for _ in range(concurrency)]
     for c in clients:
@@ -142,7 +145,7 @@ async def run_load(port: int, host_header: str, calls: int, concurrency: int, to
         first = True
         while next(counter) < calls:
             t0 = time.perf_counter()
-            rep = await c.call(tool, args)
+            rep = await (c.call(tool, args) if method == "tools/call" else c.request(method, args))
             latencies.append(time.perf_counter() - t0)
             if first and check is not None:
                 check(rep)

@@ -19,8 +19,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 
-import orjson
+try:
+    import orjson
+except ImportError:  # the benchmark's server runs in the mcp peer's environment, without orjson
+    class orjson:  # type: ignore[no-redef]
+        @staticmethod
+        def dumps(v) -> bytes:
+            return json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode()
 
 KINDS = ("text", "image", "tools")
 SIZES = {"2KB": 2_000, "100KB": 100_000, "1MB": 1_000_000, "10MB": 10_000_000}
@@ -117,4 +124,54 @@ def result_body(kind: str, size: int, changed: bool, msg_id: int = 1) -> bytes:
         content.append({"type": "resource_link", "uri": "file:///reports/summary.pdf", "name": "summary.pdf",
                         "mimeType": "application/pdf"})
         result["structuredContent"] = {"pages": len(content), "ok": True}
+    return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+
+# -- rewrite-heavy bodies (issue 16): the cost of a change, not of a byte ---------------------------
+#: kinds whose every few blocks (or every tool) need a change for a 2025-03-26 client
+HEAVY_KINDS = ("links", "tooldefs")
+HEAVY_METHOD = {"links": "tools/call", "tooldefs": "tools/list"}
+
+
+def link_block(i: int) -> dict:
+    """A ``resource_link`` (2025-06-18) with ``annotations.lastModified``: for a 2025-03-26 client
+    it becomes an embedded resource (CT-resource_link) whose ``lastModified`` is dropped (2 records)."""
+    return {"type": "resource_link", "uri": f"file:///repo/src/pkg_{i // 50:03d}/module_{i:05d}.py",
+            "name": f"module_{i:05d}.py", "mimeType": "text/x-python",
+            "annotations": {"audience": ["assistant"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"}}
+
+
+def heavy_tool(i: int) -> dict:
+    """A tool with ``title``, ``icons`` and ``outputSchema`` (2025-06-18+): 3 records for 2025-03-26."""
+    t = tool(i)
+    t["description"] = prose(200, i)
+    t["title"] = f"Tool number {i}"
+    t["icons"] = [{"src": f"https://example.com/icons/{i}.png", "mimeType": "image/png", "sizes": ["48x48"]}]
+    t["outputSchema"] = {"type": "object", "properties": {"hits": {"type": "integer"}, "next": {"type": "string"}}}
+    return t
+
+
+def heavy_body(kind: str, size: int, msg_id: int = 1) -> bytes:
+    """A rewrite-heavy result of about ``size`` bytes.
+
+    ``links``: a file search: per file, five short text lines (about 130 bytes each) and one
+    ``resource_link`` block (a 1 MB body holds about 7,000 text and 1,400 link blocks), plus
+    ``structuredContent``; ``tooldefs``: a ``tools/list`` where every tool (about 1 KB) needs 3 changes."""
+    if kind == "tooldefs":
+        base = len(orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": {"tools": []}}))
+        return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": {"tools": _fill(size, lambda i, room: heavy_tool(i), base)}})
+    if kind != "links":
+        raise ValueError(kind)
+
+    def make(i, room):
+        if i % 6 == 0:
+            return link_block(i // 6)
+        return {"type": "text", "text": f"module_{i // 6:05d}.py:{(i % 6) * 17 + 3}: " + prose(60, i)}
+    extra = 60
+    base = len(orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": {"content": [], "isError": False}}))
+    content = _fill(size - extra, make, base)
+    if not any(b["type"] == "resource_link" for b in content):
+        content.append(link_block(0))
+    links = sum(1 for b in content if b["type"] == "resource_link")
+    result = {"content": content, "structuredContent": {"files": links, "truncated": False}, "isError": False}
     return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})

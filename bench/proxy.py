@@ -86,6 +86,13 @@ class Proc:
                 self.proc.wait()
 
 
+def start_raw_server(transport: str) -> Proc:
+    """:mod:`raw_server` (prebuilt rewrite-heavy bodies), in this environment (it needs orjson)."""
+    port = free_port()
+    return Proc(f"raw-server-{transport}", [sys.executable, str(HERE / "raw_server.py"), str(port), transport], port,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONUNBUFFERED": "1"}, cpus=PEER_CPUS)
+
+
 def start_server(transport: str) -> Proc:
     if not SERVER_PYTHON.exists():
         raise BenchError(f"{SERVER_PYTHON} is missing: run scripts/setup.sh (it installs the mcp 2.3.0 peer)")
@@ -103,6 +110,8 @@ PEER_CPUS = set(_CPUS[:-1]) if len(_CPUS) >= 2 else None
 
 
 NOOP_ADDON = HERE / "noop_addon.py"
+#: the mcpx script the "mcpx" proxies load (bench.py --addon: another tree's, for a before/after run)
+MCPX_SCRIPT = ADDON
 
 
 def start_proxy(name: str, upstream: Proc, mcpx: bool, stream: bool = False, script: pathlib.Path | None = None) -> Proc:
@@ -110,7 +119,7 @@ def start_proxy(name: str, upstream: Proc, mcpx: bool, stream: bool = False, scr
     argv = [mitmdump_bin(), "--mode", f"reverse:http://127.0.0.1:{upstream.port}", "--listen-host", "127.0.0.1",
             "-p", str(port)]
     if mcpx or script:
-        argv += ["-s", str(script or ADDON)]
+        argv += ["-s", str(script or MCPX_SCRIPT)]
     if stream:
         argv += ["--set", "stream_large_bodies=1"]
     return Proc(name, argv, port, cpus=PROXY_CPUS)
@@ -130,11 +139,23 @@ def _check_text(size: int):
     return check
 
 
+def _check_heavy(kind: str, rewritten: bool):
+    """A heavy reply: mcpx's has no block or field a 2025-03-26 client lacks; the others have them."""
+    marker = b'"resource_link"' if kind == "links" else b'"icons"'
+
+    def check(rep) -> None:
+        result_of(rep)  # a JSON-RPC response is there
+        if (marker in rep.body) == rewritten:
+            raise BenchError(f"{kind}: {'not ' if rewritten else ''}rewritten: {rep.body[:200]!r}")
+    return check
+
+
 class Bench:
     """The processes of one benchmark run; ``with Bench() as b: ...`` stops them all at the end."""
 
-    def __init__(self, log=print):
+    def __init__(self, log=print, sdk: bool = True):
         self.log = log
+        self.sdk = sdk  # start the mcp 2.3.0 servers and their proxies (parts 2 and 3; not for the heavy part alone)
         self.procs: list[Proc] = []
         self._affinity: set[int] | None = None
 
@@ -143,6 +164,8 @@ class Bench:
         if PEER_CPUS:
             os.sched_setaffinity(0, PEER_CPUS)  # the load client runs beside the servers, not on the proxy's core
         try:
+            if not self.sdk:
+                return self
             self.servers = {t: self._add(start_server(t)) for t in ("json", "sse")}
             self.proxies = {}
             for t, srv in self.servers.items():
@@ -202,6 +225,70 @@ class Bench:
                          f"p99 {med['mcpx']['p99']*1e3:6.2f} ms | p50 {row['p50 ratio']:.2f}x, req/s {row['rps ratio']:.2f}x, "
                          f"proxy CPU/call {med['bare']['cpu']*1e3:.2f} -> {med['mcpx']['cpu']*1e3:.2f} ms "
                          f"(direct {med['direct']['rps']:.0f} req/s, p50 {med['direct']['p50']*1e3:.2f} ms)")
+        return rows
+
+    # -- rewrite-heavy results (issue 16) ------------------------------------------------------
+    def heavy(self, rounds: int, plan: list[tuple[str, str, int, int, tuple[str, ...]]], records: dict,
+              concurrency: int = 8, before: pathlib.Path | None = None) -> list[dict]:
+        """Rewrite-heavy bodies from :mod:`raw_server` through bare mitmdump, the no-op addon and
+        mcpx, interleaved as :meth:`throughput`. ``plan``: (kind, size label, bytes, calls per run,
+        transports). ``records``: (kind, bytes) -> change records mcpx makes per call (for the
+        proxy CPU per record). ``before``: another mcpx script, run interleaved as "before" (a
+        before/after comparison in the same run). One row per kind, size and transport."""
+        servers = {t: self._add(start_raw_server(t)) for t in sorted({t for *_, ts in plan for t in ts})}
+        proxies = {}
+        for t, srv in servers.items():
+            proxies[("bare", t)] = self._add(start_proxy(f"bare-raw-{t}", srv, mcpx=False))
+            proxies[("mcpx", t)] = self._add(start_proxy(f"mcpx-raw-{t}", srv, mcpx=True))
+            if before is not None:
+                proxies[("before", t)] = self._add(start_proxy(f"before-raw-{t}", srv, mcpx=False, script=before))
+            if t == "json":
+                proxies[("noop", t)] = self._add(start_proxy(f"noop-raw-{t}", srv, mcpx=False, script=NOOP_ADDON))
+            else:
+                proxies[("bare stream", t)] = self._add(start_proxy(f"bare-raw-{t}-stream", srv, mcpx=False, stream=True))
+        rows = []
+        for kind, label, size, calls, transports in plan:
+            method, args = ("tools/call", {"size": size}) if kind == "links" else ("tools/list", {"cursor": f"tooldefs:{size}"})
+            for transport in transports:
+                srv = servers[transport]
+                targets = {"direct": srv, **{name: p for (name, t), p in proxies.items() if t == transport}}
+
+                def load(name: str, n: int):
+                    return asyncio.run(run_load(targets[name].port, f"127.0.0.1:{srv.port}", n, concurrency, "links", args,
+                                                _check_heavy(kind, rewritten=name in ("mcpx", "before")), method=method))
+
+                for name in targets:  # warm-up: imports, schema models, connection pools
+                    load(name, min(calls, 20))
+                runs: dict[str, list[dict]] = {name: [] for name in targets}
+                for r in range(rounds):
+                    for name in (list(targets) if r % 2 == 0 else list(targets)[::-1]):
+                        p = targets[name]
+                        cpu0 = p.cpu()
+                        lat, wall = load(name, calls)
+                        runs[name].append({**summary(lat, wall), "cpu": (p.cpu() - cpu0) / calls})
+                med = {name: {k: statistics.median(x[k] for x in v) for k in ("rps", "p50", "p99", "cpu")} for name, v in runs.items()}
+                spread = {name: (min(x["p50"] for x in v), max(x["p50"] for x in v)) for name, v in runs.items()}
+                n_rec = records[(kind, size)]
+                row = {"kind": kind, "size": label, "bytes": size, "transport": transport, "calls": calls, "rounds": rounds,
+                       "concurrency": concurrency, "records": n_rec,
+                       **{f"{n} {k}": med[n][k] for n in med for k in ("rps", "p50", "p99", "cpu")},
+                       **{f"{n} p50 range": spread[n] for n in spread},
+                       "p50 ratio": med["mcpx"]["p50"] / med["bare"]["p50"],
+                       "p50 ratios": sorted(m["p50"] / b["p50"] for m, b in zip(runs["mcpx"], runs["bare"])),
+                       "rps ratio": med["mcpx"]["rps"] / med["bare"]["rps"],
+                       "us per record": (med["mcpx"]["cpu"] - med["bare"]["cpu"]) / max(n_rec, 1) * 1e6}
+                if "before" in med:
+                    row["before p50 ratio"] = med["before"]["p50"] / med["bare"]["p50"]
+                    row["before p50 ratios"] = sorted(m["p50"] / b["p50"] for m, b in zip(runs["before"], runs["bare"]))
+                    row["before us per record"] = (med["before"]["cpu"] - med["bare"]["cpu"]) / max(n_rec, 1) * 1e6
+                rows.append(row)
+                self.log(f"  heavy {kind:8} {label:>5} {transport:4}: bare p50 {med['bare']['p50']*1e3:7.2f} ms, mcpx p50 "
+                         f"{med['mcpx']['p50']*1e3:7.2f} ms ({row['p50 ratio']:.2f}x; rounds {row['p50 ratios'][0]:.2f}-"
+                         f"{row['p50 ratios'][-1]:.2f}x), req/s {row['rps ratio']:.2f}x, proxy CPU/call "
+                         f"{med['bare']['cpu']*1e3:.2f} -> {med['mcpx']['cpu']*1e3:.2f} ms ({n_rec} records: "
+                         f"{row['us per record']:.1f} us each)"
+                         + (f"; before: p50 {row['before p50 ratio']:.2f}x, CPU/call {med['before']['cpu']*1e3:.2f} ms "
+                            f"({row['before us per record']:.1f} us/record)" if "before" in med else ""))
         return rows
 
     # -- streaming ------------------------------------------------------------------------------

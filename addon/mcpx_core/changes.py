@@ -29,7 +29,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Literal
@@ -57,22 +57,75 @@ WORDS: dict[str, str] = {"drop": "dropped", "rewrite": "rewritten", "drop-messag
                          "passthrough": "passed through", "audit": "audited", "repair": "repaired"}
 
 MAX_STR = 80
+_new = object.__new__
+_set = object.__setattr__
 
 
-@dataclass(frozen=True, slots=True)
+class Summary:
+    """A record's ``before``/``after`` that is made when first read: :func:`summarize` of ``value``.
+
+    Only for a value nothing changes after it is logged (a field the walk removed, an immutable
+    string, a copy, see :func:`snapshot`): the text is then the same whenever it is made. A record
+    nobody reads (one past the flow's kept records, with no log file) never pays for its text."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def text(self) -> str:
+        return summarize(self.value)
+
+
+class _Text:
+    """The ``before``/``after`` field of :class:`Change`: a str (or None), or a :class:`Summary`
+    replaced by its text on first read (the one place a record changes: from "not made yet" to
+    its text, which is what it stood for from the start)."""
+
+    __slots__ = ("name",)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> str | None:
+        if obj is None:
+            return None  # the field's default
+        d = obj.__dict__
+        v = d[self.name]
+        if v.__class__ is Summary:
+            v = d[self.name] = v.text()
+        return v
+
+    def __set__(self, obj: Any, value: str | None) -> None:  # reached by object.__setattr__ only: the dataclass is frozen
+        obj.__dict__[self.name] = value
+
+
+def _text(v: Any) -> str:
+    """orjson's ``default`` for a record's fields: the text of a :class:`Summary`."""
+    if v.__class__ is Summary:
+        return v.text()
+    raise TypeError(f"Type is not JSON serializable: {type(v).__name__}")
+
+
+@dataclass(frozen=True)
 class Change:
     """One dropped or rewritten value (or one error passthrough). Units: ``time`` in Unix seconds.
 
     A plain frozen dataclass, so that the hot path (several records per rewritten message) costs
     no validation; :data:`RECORD` (a pydantic ``TypeAdapter``) validates records read back from
     ``flow.metadata`` or a log file, and its JSON Schema is the log line's schema.
+
+    Built by its own ``__init__``, which sets the instance's ``__dict__`` in one step (a frozen
+    dataclass's generated one calls ``object.__setattr__`` once per field: 14 calls, about 3 us a
+    record); the ``__dict__`` keeps the fields in declaration order, which orjson writes.
+    ``before``/``after`` may be given as a :class:`Summary`: the text is made on first read.
     """
 
     pointer: str
     action: Action
     rule: str
-    before: str | None = None
-    after: str | None = None
+    before: str | None = _Text()  # type: ignore[assignment]  (default None; see _Text)
+    after: str | None = _Text()  # type: ignore[assignment]
     detail: str | None = None
     time: float = 0.0
     flow: str | None = None
@@ -82,21 +135,42 @@ class Change:
     method: str | None = None
     from_rev: str | None = None
     to_rev: str | None = None
-    #: the host profile whose action this is (None: not a profile's action; then not written)
+    #: the host profile whose action this is (None: not a profile's action; then not in ``__dict__``,
+    #: so neither orjson nor :meth:`as_dict` writes it)
     profile: str | None = None
+
+    def __init__(self, pointer: str, action: Action, rule: str, before: str | None = None, after: str | None = None,
+                 detail: str | None = None, time: float = 0.0, flow: str | None = None, session: str | None = None,
+                 direction: Literal["s2c", "c2s"] | None = None, jsonrpc_id: int | str | None = None,
+                 method: str | None = None, from_rev: str | None = None, to_rev: str | None = None,
+                 profile: str | None = None) -> None:
+        d = {"pointer": pointer, "action": action, "rule": rule, "before": before, "after": after,
+             "detail": detail, "time": time, "flow": flow, "session": session, "direction": direction,
+             "jsonrpc_id": jsonrpc_id, "method": method, "from_rev": from_rev, "to_rev": to_rev}
+        if profile is not None:
+            d["profile"] = profile
+        _set(self, "__dict__", d)
 
     def stamped(self, time: float, flow: str | None, session: str | None, direction: str | None,
                 jsonrpc_id: int | str | None, method: str | None, from_rev: str | None, to_rev: str | None) -> "Change":
         """This record with its context (what :meth:`Rewriter._emit` knows) filled in."""
-        return Change(self.pointer, self.action, self.rule, self.before, self.after, self.detail,  # type: ignore[arg-type]
-                      time, flow, session, direction, jsonrpc_id, method, from_rev, to_rev, self.profile)  # type: ignore[arg-type]
+        new = _new(Change)
+        d = self.__dict__.copy()
+        d["time"], d["flow"], d["session"], d["direction"] = time, flow, session, direction
+        d["jsonrpc_id"], d["method"], d["from_rev"], d["to_rev"] = jsonrpc_id, method, from_rev, to_rev
+        _set(new, "__dict__", d)
+        return new
 
     def as_dict(self) -> dict[str, Any]:
         """The record as a JSON-ready dict, fields in declaration order (the log line's keys);
         ``profile`` only when set."""
-        d = {f: getattr(self, f) for f in FIELDS}
-        if self.profile is not None:
-            d["profile"] = self.profile
+        d = self.__dict__.copy()
+        if "profile" in d and d["profile"] is None:  # a record validated back by RECORD has every field
+            del d["profile"]
+        if d["before"].__class__ is Summary:
+            d["before"] = self.before
+        if d["after"].__class__ is Summary:
+            d["after"] = self.after
         return d
 
     def key(self) -> tuple[str, str, str]:
@@ -107,6 +181,30 @@ class Change:
         arrow = f" {self.before} -> {self.after}" if self.after is not None else (f" {self.before}" if self.before else "")
         who = f" (profile {self.profile})" if self.profile else ""
         return f"{self.action:<12} {self.pointer or '/'}  [{self.rule}]{who}{arrow}"
+
+
+def maker(flow: str | None, session: str | None, direction: str | None, jsonrpc_id: int | str | None,
+          method: str | None, from_rev: str | None, to_rev: str | None) -> Callable[..., Change]:
+    """``make(pointer, action, rule, before, after, detail)``: the records of one message, built
+    with its context and the time of the call (what ``Change(...)`` gives, from a copy of one dict
+    that already holds the context: half the cost of a record)."""
+    base = {"pointer": "", "action": "", "rule": "", "before": None, "after": None, "detail": None, "time": 0.0,
+            "flow": flow, "session": session, "direction": direction, "jsonrpc_id": jsonrpc_id, "method": method,
+            "from_rev": from_rev, "to_rev": to_rev}
+    clock = time.time
+
+    def make(pointer: str, action: str, rule: str, before: Any, after: Any, detail: str | None,
+             profile: str | None = None) -> Change:
+        d = base.copy()
+        d["pointer"], d["action"], d["rule"], d["before"], d["after"], d["detail"], d["time"] = \
+            pointer, action, rule, before, after, detail, clock()
+        if profile is not None:
+            d["profile"] = profile
+        c = _new(Change)
+        _set(c, "__dict__", d)
+        return c
+
+    return make
 
 
 #: the record's field names, in order (every log line has them); ``profile`` follows, on a profile's records only
@@ -125,18 +223,57 @@ def summarize(value: Any, depth: int = 2) -> str:
     return _summ(value, depth)
 
 
+def snapshot(value: Any, depth: int = 2) -> Any:
+    """A copy of ``value`` as deep as its :func:`summarize` text reads it: containers ``depth``
+    levels down, and shallow copies of the ones below (whose sizes the text shows); everything else
+    shared. A :class:`Summary` of the copy stays right when the walk later changes ``value``.
+    (Plain dicts and lists, as parsed JSON and the rules' replacements are.)"""
+    t = value.__class__
+    if t is dict:
+        out = value.copy()
+        if depth > 0:
+            for k, x in out.items():
+                c = x.__class__
+                if c is dict or c is list:
+                    out[k] = snapshot(x, depth - 1)  # an existing key: the dict does not grow while iterated
+        return out
+    if t is list:
+        if depth <= 0:
+            return value.copy()
+        return [snapshot(x, depth - 1) if (x.__class__ is dict or x.__class__ is list) else x for x in value]
+    return value
+
+
+def _plain(s: str) -> bool:
+    """Whether orjson writes ``s`` as itself in quotes (nothing to escape: printable, no quote, no
+    backslash; orjson does not escape non-ASCII). Not for strings of more than MAX_STR characters."""
+    return s.isprintable() and '"' not in s and "\\" not in s
+
+
 def _summ(v: Any, depth: int) -> str:
-    t = type(v)
+    t = v.__class__
     if t is str:
         if len(v) > MAX_STR:
             h = hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:12]
             return f"<str len={len(v)} sha256={h}>"
-        return orjson.dumps(v).decode()
+        return f'"{v}"' if _plain(v) else orjson.dumps(v).decode()
     if t is dict:
         if depth <= 0:
             return f"{{…{len(v)} keys}}"
-        items = [f"{k if len(k) <= MAX_STR else _summ(k, 0)}: {_summ(x, depth - 1)}"
-                 for k, x in (v.items() if len(v) <= 8 else islice(v.items(), 8))]
+        d = depth - 1
+        items = []
+        for k, x in (v.items() if len(v) <= 8 else islice(v.items(), 8)):
+            # the commonest values written here, without a call: what _summ(x, d) returns for them
+            c = x.__class__
+            if c is str and len(x) <= MAX_STR and x.isprintable() and '"' not in x and "\\" not in x:
+                s = f'"{x}"'
+            elif d <= 0 and c is dict:
+                s = f"{{…{len(x)} keys}}"
+            elif d <= 0 and c is list:
+                s = f"[…{len(x)} items]"
+            else:
+                s = _summ(x, d)
+            items.append(f"{k}: {s}" if len(k) <= MAX_STR else f"{_summ(k, 0)}: {s}")
         if len(v) > 8:
             items.append(f"…+{len(v) - 8}")
         return "{" + ", ".join(items) + "}"
@@ -147,6 +284,10 @@ def _summ(v: Any, depth: int) -> str:
         if len(v) > 5:
             items.append(f"…+{len(v) - 5}")
         return "[" + ", ".join(items) + "]"
+    if t is int and -(1 << 63) <= v < (1 << 64):
+        return str(v)  # what orjson writes for an integer it can write
+    if v is None or t is bool:
+        return "null" if v is None else ("true" if v else "false")
     if isinstance(v, str):
         return _summ(str(v), depth)
     if isinstance(v, (dict, list)):
@@ -203,11 +344,15 @@ class ChangeLog:
             os.chmod(path, 0o600)
             self._fh = os.fdopen(fd, "ab", buffering=0)
 
+    @property
+    def active(self) -> bool:
+        """Whether records are written anywhere (a path was given and the file is open)."""
+        return self._fh is not None
+
     def write(self, changes: Iterable[Change]) -> None:
         if self._fh is None:
             return
-        # field order, as the dataclass; "profile" only on a profile's records (orjson would write it on every one)
-        data = b"".join(orjson.dumps(c.as_dict()) + b"\n" for c in changes)
+        data = b"".join(orjson.dumps(c, default=_text) + b"\n" for c in changes)  # its __dict__: field order, "profile" only where set
         if data:
             with self._lock:
                 self._fh.write(data)

@@ -23,10 +23,10 @@ union members and runs the named rules (REVISIONS.md section 0).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from . import revisions
-from .changes import Change, summarize
+from .changes import Change, Summary, maker, snapshot, summarize
 from .framing import json_body
 from .rules import REGISTRY, ids
 from .rules.api import DROP, Outcome, Reject, escape  # noqa: F401  (re-exported: the walk's vocabulary)
@@ -36,6 +36,11 @@ Direction = Literal["s2c", "c2s"]
 Policy = Literal["strict", "lenient"]
 
 RESERVED_META_PREFIXES = ("io.modelcontextprotocol/", "modelcontextprotocol.io/")
+#: walk with the compiled walkers (:mod:`mcpx_core.walkers`); False: the generic methods of :class:`Walk`
+#: (the reference the compiled ones are tested against, tests/schema/test_walkers.py)
+COMPILED = True
+#: make the summaries of detached values when a record is read (:meth:`Walk.log`); False: at once
+LAZY_SUMMARIES = True
 
 
 class Walk:
@@ -61,19 +66,51 @@ class Walk:
         #: the content block types it takes away (type -> rewrite), or None
         self.profile: Any = None
         self.exclude: dict[str, str] | None = None
+        #: how many records (from the first) get before/after summaries; None: all. Set by
+        #: :func:`downgrade` from what the change sink reads (Rewriter.summarize_all); a split walk summarises all
+        self.summaries: int | None = None
+        #: summaries of ``detached`` values made on first read (:meth:`log`); False: always at once
+        self.lazy = LAZY_SUMMARIES
+        #: builds records with the context of the message (:func:`~mcpx_core.changes.maker`), or None:
+        #: records without context (the caller stamps them, :meth:`Change.stamped`)
+        self.make: Callable[..., Change] | None = None
+        #: the compiled walkers toward the receiver's revision (:mod:`mcpx_core.walkers`), or None: the generic walk
+        self.plans = walkers.plans(to_rev) if COMPILED else None
 
     # -- logging -------------------------------------------------------------------------
     def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *,
-            raw: bool = False, profile: str | None = None) -> None:
-        change = Change(
-            pointer=pointer, action=action, rule=rule,
-            before=None if before is None else (before if raw else summarize(before)),
-            after=None if after is None else (after if raw else summarize(after)),
-            detail=detail, profile=profile)
+            raw: bool = False, detached: bool = False, profile: str | None = None) -> None:
+        """Record a change. ``before``/``after`` are values, summarised (:func:`summarize`); ``raw``:
+        they are the text itself. ``detached``: nothing changes them after this call (a value the
+        walk removed from the message, a :func:`~mcpx_core.changes.snapshot`), so their summaries
+        are made when the record is first read (strings, being immutable, always are); otherwise now.
+        ``profile``: the host profile whose action this is (the record names it)."""
+        if not raw:
+            if self.summaries is not None and len(self.changes) >= self.summaries:
+                before = after = None  # a record nobody reads (see Rewriter.summarize_all): counted, not described
+            else:
+                lazy = self.lazy
+                if before is not None:
+                    before = Summary(before) if lazy and (detached or before.__class__ is str) else summarize(before)
+                if after is not None:
+                    after = Summary(after) if lazy and (detached or after.__class__ is str) else summarize(after)
+        make = self.make
+        if make is None:
+            change = Change(pointer, action, rule, before, after, detail, profile=profile)  # type: ignore[arg-type]
+        else:  # the record as it is delivered, built once (Rewriter._one gives the message's context)
+            change = make(pointer, action, rule, before, after, detail, profile)
         if self.split is not None and _SENTINEL_TEXT in f"{change.before}{change.after}":
             # the record would show the split array's stand-in: parse the body whole, for the true summary
             raise json_body.SplitFailed("a record summarises the split array")
         self.changes.append(change)
+
+    def shown(self, value: Any) -> Any:
+        """What a record shows of ``value``, which the walk changes after it is logged (e.g. a
+        replacement block, walked next): a :func:`~mcpx_core.changes.snapshot` to give
+        :meth:`log` as ``detached``; ``value`` itself when the next record will not be described."""
+        if self.summaries is not None and len(self.changes) >= self.summaries:
+            return value
+        return snapshot(value) if self.lazy else value
 
     def fires(self, rule_id: str) -> bool:
         """Whether delta record ``rule_id`` fires for this receiver and direction."""
@@ -81,12 +118,17 @@ class Walk:
         return self.to_rev in rec.targets and rec.direction in ("both", self.direction)
 
     def field_rule(self, typ: str, name: str, ptr: str = "") -> str:
-        parent = ptr.rsplit("/", 2)[-2] if ptr.count("/") >= 2 else ""
+        head = ptr.rpartition("/")[0]
+        parent = head.rpartition("/")[2] if "/" in head else ""  # ptr.rsplit("/", 2)[-2] when ptr has two "/"
+        if parent.isdigit():
+            parent = ""  # an array index names no type (RuleIndex.for_field scores only letters): one cache entry, not one per index
         return self.rules.for_field(typ, name, self.to_rev, self.direction, parent)
 
     # -- the walk ------------------------------------------------------------------------
     def named(self, value: Any, name: str, ptr: str) -> Any:
         """Walk ``value`` as the target's definition ``name``."""
+        if self.plans is not None:
+            return self.plans.named(name)(self, value, ptr)
         short = self.leaf.get(name, _MISSING)
         if short is _MISSING:
             short = self.leaf[name] = _shortcut(self.model, name)
@@ -105,6 +147,8 @@ class Walk:
         return self.node(value, node, ptr, name)
 
     def node(self, value: Any, schema: dict, ptr: str, typ: str) -> Any:
+        if self.plans is not None:
+            return self.plans.node(schema, typ)(self, value, ptr)
         ref = schema.get("$ref")
         if ref is not None:
             name = _REF_NAMES.get(ref)
@@ -148,7 +192,7 @@ class Walk:
             kptr = f"{ptr}/{escape(key)}"
             if extra is None or extra is False:
                 if self.policy == "strict":
-                    self.log(kptr, "drop", self.field_rule(typ, key, kptr), value[key])
+                    self.log(kptr, "drop", self.field_rule(typ, key, kptr), value[key], detached=True)
                     del value[key]
                 continue
             if extra is True or extra == {}:
@@ -177,7 +221,7 @@ class Walk:
             # META-request-open-keys: 2024-11-05/2025-03-26 request _meta declares only progressToken
             # (schema/2024-11-05/schema.ts:21); strict keeps only what it declares
             for key in [k for k in value if k not in props]:
-                self.log(f"{ptr}/{escape(key)}", "drop", "META-request-open-keys", value[key])
+                self.log(f"{ptr}/{escape(key)}", "drop", "META-request-open-keys", value[key], detached=True)
                 del value[key]
             return
         for key in list(value):
@@ -185,7 +229,7 @@ class Walk:
                 continue
             rule = self.rules.for_key(key, self.to_rev, self.direction)
             if rule != ids.UNDEFINED:
-                self.log(f"{ptr}/{escape(key)}", "drop", rule, value[key])
+                self.log(f"{ptr}/{escape(key)}", "drop", rule, value[key], detached=True)
                 del value[key]
 
     def array(self, value: list, items: dict, ptr: str, typ: str) -> list:
@@ -657,7 +701,8 @@ def classify(message: Any) -> Kind | None:
 
 def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_rev: str,
               direction: Direction, policy: Policy = "strict", options: dict | None = None,
-              request_id: Any = None, split: json_body.ArraySplit | None = None, profile: Any = None) -> Outcome:
+              request_id: Any = None, split: json_body.ArraySplit | None = None, profile: Any = None,
+              summaries: int | None = None, stamp: tuple | None = None) -> Outcome:
     """Rewrite ``message`` (mutated in place) so a ``to_rev`` receiver can parse it.
 
     ``method``: for requests/notifications their own method; for results and errors the method of
@@ -667,15 +712,23 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
     is read an element at a time (:func:`split_path`); may raise :class:`json_body.SplitFailed`.
     ``profile``: the receiver's host profile (:class:`mcpx_core.profiles.Profile`), whose content
     rules apply to what the server sends (``s2c``); its records name it.
+    ``summaries``: only the first ``summaries`` records get before/after summaries (the rest have
+    none: nobody reads them); None: all.
+    ``stamp``: the context of every record, (flow, session, direction, jsonrpc_id, method, from_rev,
+    to_rev), so that records are built once as they are delivered (:attr:`Walk.stamp`).
     Raises nothing else for data problems: unknown shapes are left alone.
     """
     walk = Walk(from_rev, to_rev, direction, policy, options)
     walk.kind = kind
     walk.split = split
+    walk.summaries = summaries if split is None else None
+    walk.make = maker(*stamp) if stamp is not None else None
     walk.method = method
     if profile is not None and direction == "s2c":
         walk.profile = profile
         walk.exclude = profile.content_for(method)
+        if walk.exclude is not None:  # the compiled walkers know no profile: the generic walk takes content away
+            walk.plans = None
     model = walk.model
     try:
         for hook in MESSAGE_HOOKS:
@@ -736,3 +789,6 @@ def downgrade_params(params: dict, method: str, from_rev: str, to_rev: str, dire
         walk.log(r.pointer, "drop-message", r.rule, detail=r.message)
         raise
     return out, walk.changes
+
+
+from . import walkers  # noqa: E402  (the compiled walkers read this module's tables and helpers)

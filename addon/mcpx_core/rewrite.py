@@ -136,35 +136,48 @@ class Rewriter:
         self.on_changes = on_changes
         self.profiles = profile_set if profile_set is not None else profiles.NONE
         self.audit = audit_results
+        #: whether every record is read (``on_changes`` writes a log, say): when False, only the records the
+        #: flow keeps (:data:`FLOW_KEEP_MAX`) get their before/after summaries; the others are only counted
+        self.summarize_all = True
 
     # -- records ----------------------------------------------------------------------------
     def _emit(self, exch: Exchange, changes: list[Change], direction: str, msg: Any, method: str | None,
-              from_rev: str | None, to_rev: str | None) -> None:
+              from_rev: str | None, to_rev: str | None, stamped: bool = False) -> None:
+        """Deliver records: stamped with their context (unless ``stamped``: built with it, see
+        :meth:`_one`), kept on the flow (up to :data:`FLOW_KEEP_MAX`), counted, handed to ``on_changes``."""
         if not changes:
             return
         s = exch.session
-        jid = msg.get("id") if isinstance(msg, dict) else None
-        if not isinstance(jid, (int, str)) or isinstance(jid, bool):
-            jid = None
-        stamped = [c.stamped(time=_now(), flow=exch.flow_id, session=s.key if s else None, direction=direction,
-                             jsonrpc_id=jid, method=method, from_rev=from_rev, to_rev=to_rev) for c in changes]
+        if not stamped:
+            jid = _record_id(msg)
+            key = s.key if s else None
+            changes = [c.stamped(_now(), exch.flow_id, key, direction, jid, method, from_rev, to_rev) for c in changes]
         room = FLOW_KEEP_MAX - len(exch.changes)
-        if room >= len(stamped):
-            exch.changes.extend(stamped)
+        if room >= len(changes):
+            exch.changes.extend(changes)
         else:
-            exch.changes.extend(stamped[:max(room, 0)])
-            exch.changes_omitted += len(stamped) - max(room, 0)
+            exch.changes.extend(changes[:max(room, 0)])
+            exch.changes_omitted += len(changes) - max(room, 0)
         if s is not None:
-            for c in stamped:
-                if c.action == "audit":  # a finding, not a change
-                    s.audits += 1
+            audits = 0
+            changed = 0
+            by_rule = s.by_rule
+            dropped = 0
+            for c in changes:
+                action = c.action
+                if action == "audit":  # a finding, not a change
+                    audits += 1
                     continue
-                s.changes += 1
-                if c.action in ("drop", "drop-message"):
-                    s.dropped += 1
-                s.by_rule[(c.rule, c.action)] = s.by_rule.get((c.rule, c.action), 0) + 1
+                changed += 1
+                if action == "drop" or action == "drop-message":
+                    dropped += 1
+                k = (c.rule, action)
+                by_rule[k] = by_rule.get(k, 0) + 1
+            s.changes += changed
+            s.audits += audits
+            s.dropped += dropped
         if self.on_changes:
-            self.on_changes(exch, stamped)
+            self.on_changes(exch, changes)
 
     def record(self, exch: Exchange, changes: list[Change], direction: str, from_rev: str | None, to_rev: str | None) -> None:
         """Log records made outside a message (e.g. header rules)."""
@@ -401,10 +414,15 @@ class Rewriter:
         found: list[Change] = []
         if direction == "s2c" and kind == "result" and method in ("tools/call", "tools/list") and s is not None:
             found = self._tool_result(exch, s, msg, method, profile)
+        # records beyond what the flow keeps reach nobody unless every record is read: no summaries for them
+        summaries = None if self.summarize_all else max(FLOW_KEEP_MAX - len(exch.changes) - (exch.pin_change is not None), 0)
+        # the records' context: the walk builds each record once, as it is delivered
+        stamp = (exch.flow_id, s.key if s else None, direction, _record_id(msg), method, from_rev, to_rev)
         try:
             try:
                 out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
-                                request_id=exch.single_request_id, split=split, profile=profile)
+                                request_id=exch.single_request_id, split=split, profile=profile,
+                                summaries=summaries, stamp=stamp)
             except json_body.SplitFailed:
                 if split is None:
                     raise
@@ -415,14 +433,18 @@ class Rewriter:
                 msg.clear()
                 msg.update(whole.messages[0])
                 out = downgrade(msg, kind, method, from_rev, to_rev, direction, self.policy, self.options,
-                                request_id=exch.single_request_id, profile=profile)
+                                request_id=exch.single_request_id, profile=profile, summaries=summaries, stamp=stamp)
+            extra: list[Change] = []  # records of the stages after the walk, stamped here (the walk's are already)
             if self.repair and out.message is not None and out.reply is None:
                 skip = split.sentinel if split is not None and not split.failed else None
-                out.changes.extend(repair_stage.repair(out.message, kind, method, to_rev, direction,  # type: ignore[arg-type]
-                                                       split.body if split is not None else source, skip))
+                extra += repair_stage.repair(out.message, kind, method, to_rev, direction,  # type: ignore[arg-type]
+                                             split.body if split is not None else source, skip)
             if profile is not None and profile.dual_result != "keep" and method == "tools/call" and kind == "result" \
                     and out.message is not None and isinstance(out.message.get("result"), dict):
-                out.changes.extend(self._dual(exch, s, out.message, profile))
+                extra += self._dual(exch, s, out.message, profile)
+            if extra:
+                now = _now()
+                out.changes.extend(c.stamped(now, *stamp) for c in extra)
         except json_body.Unparseable as e:  # the elements of a split body: forwarded untouched
             self.passthrough(exch, direction, e.reason)
             return None
@@ -431,15 +453,18 @@ class Rewriter:
                                              detail=f"rule failed: {type(e).__name__}: {e}")], direction, msg, method, from_rev, to_rev)
             return None
         if exch.pin_change is not None:
-            out.changes.insert(0, exch.pin_change)
+            out.changes.insert(0, exch.pin_change.stamped(_now(), *stamp))
             exch.pin_change = None
         if found:
-            out.changes[:0] = found
+            now = _now()
+            out.changes[:0] = [c.stamped(now, *stamp) for c in found]
+        if out.changes and _record_id(msg) != stamp[3]:  # a rule gave the message its id (RPC-error-id-optional)
+            out.changes[:] = [c.stamped(c.time, *stamp[:3], _record_id(msg), *stamp[4:]) for c in out.changes]
         entry["changes"] = len(out.changes)
         if not out.changes:
             return None
         if out.message is msg and all(c.action in ("keep", "audit") for c in out.changes):
-            self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
+            self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev, stamped=True)
             return None  # only "keep" and "audit" records: the message is delivered byte for byte
         if out.reply is not None and kind == "request" and json_body.inexact_number(jid):
             # mcpx would answer this request itself, but cannot write its id back exactly (an integer
@@ -455,7 +480,7 @@ class Rewriter:
                 self.on_reply(exch, reply)  # sent at once: the sender is waiting for it
             else:
                 exch.replies.append(reply)
-        self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev)
+        self._emit(exch, out.changes, direction, msg, method, from_rev, to_rev, stamped=True)
         return out
 
     def _tool_result(self, exch: Exchange, s: Session, msg: dict, method: str, profile: profiles.Profile | None) -> list[Change]:
@@ -833,3 +858,9 @@ def summ_event(ev: Event) -> str:
 
 def _now() -> float:
     return time.time()
+
+
+def _record_id(msg: Any) -> int | str | None:
+    """A record's ``jsonrpc_id``: the message's id when it is an int or a str."""
+    jid = msg.get("id") if isinstance(msg, dict) else None
+    return jid if isinstance(jid, (int, str)) and not isinstance(jid, bool) else None

@@ -153,7 +153,7 @@ class Settings(BaseModel):
 
     Units: ``max_body`` and ``keep_original`` in bytes, ``session_ttl`` in seconds (float),
     ``max_sessions`` a count, ``pin`` {clientInfo.name: revision}, ``session_keys`` key file paths.
-    ``bridge``, ``audit`` and ``repair`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
+    ``record_lines``, ``bridge``, ``repair`` and ``audit`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
     ``--set`` text is checked by the addon before mitmproxy converts it).
     Defaults are written as typed; the model validates them (``validate_default``)."""
 
@@ -184,6 +184,10 @@ class Settings(BaseModel):
     keep_original: Size = _opt(
         "1MiB", "size", "1MiB",
         "Keep this much of each original body on the flow for inspection (0: none). A size: bytes, or with a unit (1MiB).")
+    record_lines: bool = _opt(
+        False, "bool", "true",
+        "Also write every change record to mitmproxy's event log (debug level, one entry per message). "
+        "On as well when termlog_verbosity (or console_eventlog_verbosity) is debug.")
     bridge: bool = _opt(
         True, "bool", "false",
         "Bridge peers of different revisions and eras: a server that answers initialize with a newer "

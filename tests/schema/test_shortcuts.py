@@ -37,6 +37,7 @@ def _both(monkeypatch, t, msg, to, policy="strict"):
         m.setattr(dg, "_leaf_members", lambda walk, items: None)
         m.setattr(dg, "_quiet_plan", lambda model, name: None)
         m.setattr(dg, "_LEAF", {})
+        m.setattr(dg, "COMPILED", False)  # the compiled walkers hold their shortcuts: the generic walk without them
         slow = run()
     return fast, slow
 

@@ -123,6 +123,11 @@ class Options:
             self._apply(settings, ours)
         if "mcpx_session_keys" in updated or ("confdir" in updated and not ctx.options.mcpx_session_keys):
             self._keys()
+        if {"mcpx_record_lines", "termlog_verbosity", "console_eventlog_verbosity"} & updated:
+            st.record_lines = st.settings.record_lines or any(
+                getattr(ctx.options, name, None) == "debug" for name in ("termlog_verbosity", "console_eventlog_verbosity"))
+        if {"mcpx_log", "mcpx_record_lines", "termlog_verbosity", "console_eventlog_verbosity"} & updated:
+            st.sinks_changed()
         if {"mcpx_max_body", "stream_large_bodies"} & updated and hasattr(ctx.options, "stream_large_bodies"):
             # Bodies above mcpx_max_body are not parsed: mitmproxy streams them (also those without
             # Content-Length, once that many bytes came), so none is held whole in memory; unless

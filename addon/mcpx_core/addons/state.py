@@ -106,6 +106,16 @@ class State:
         # mcpx_max_body and mcpx_keep_original in bytes, read on every flow (ctx.options copies each value)
         self.max_body = self.settings.max_body
         self.keep_original = self.settings.keep_original
+        #: write every change record to mitmproxy's log (debug level, one entry per message): set by
+        #: ``mcpx_record_lines``, or by mitmproxy's own termlog_verbosity / console_eventlog_verbosity "debug"
+        self.record_lines = False
+        self.sinks_changed()
+
+    def sinks_changed(self) -> None:
+        """Tell the rewriter whether every record is read (the JSON Lines log, record lines): if not,
+        records past the flow's kept ones (:data:`~mcpx_core.rewrite.FLOW_KEEP_MAX`) are only
+        counted, and their before/after summaries are never made."""
+        self.rewriter.summarize_all = bool(self.log_file is not None and self.log_file.active) or self.record_lines
 
     # -- per flow -----------------------------------------------------------------------------
     def exchange(self, flow: http.HTTPFlow) -> Exchange:
@@ -135,7 +145,12 @@ class State:
 
     # -- records ------------------------------------------------------------------------------
     def on_changes(self, exch: Exchange, changes: list[Change]) -> None:
-        """The change sink: the JSON Lines log, and one summary line per message in mitmproxy's log."""
+        """The change sink: the JSON Lines log, one summary line per message in mitmproxy's log, and
+        (:attr:`record_lines`) one debug entry per message that lists its records.
+
+        Under mitmproxy the root logger is at DEBUG (its handlers filter), and every log record is
+        also dispatched to every addon's ``add_log`` hook: a debug entry per record would cost tens
+        of microseconds per change even when no handler shows it."""
         if self.log_file:
             try:
                 self.log_file.write(changes)
@@ -149,9 +164,8 @@ class State:
             by_action.setdefault(c.action, set()).add(c.rule)
         rules = "; ".join(f"{a}: {', '.join(sorted(r))}" for a, r in by_action.items())
         logger.log(level, f"mcpx: {where.strip()} {revisions_known(first)}: {summary_line(changes, None)} ({rules})")
-        if logger.isEnabledFor(logging.DEBUG):
-            for c in changes:
-                logger.debug(f"mcpx:   {c.line()}")
+        if self.record_lines and logger.isEnabledFor(logging.DEBUG):
+            logger.debug("\n".join(f"mcpx:   {c.line()}" for c in changes))
 
     def annotate(self, flow: http.HTTPFlow, exch: Exchange) -> None:
         """Store what mcpx saw and did on ``flow.metadata["mcpx"]``, the flow's comment and mark."""

@@ -51,9 +51,12 @@ def base64_len(data: str) -> int:
 
 
 def _carry(src: dict, dst: dict) -> dict:
+    """``annotations`` and ``_meta`` of the replaced block, as the new block's own copies: the walk
+    trims the new block's, the replaced one stays as it was logged."""
     for k in _KEEP_ON_BLOCK:
         if k in src:
-            dst[k] = src[k]
+            v = src[k]
+            dst[k] = v.copy() if isinstance(v, (dict, list)) else v
     return dst
 
 
@@ -92,8 +95,8 @@ def describe(block: Any) -> str:
 
 
 def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -> Any:
-    """Replace a block (or block array) the target's content union does not accept."""
-    available = set(n for n in names if n)
+    """Replace a block (or block array) the target's content union does not accept. ``names``: the
+    union's member definitions (None for inline members)."""
     if isinstance(value, list):
         if len(value) == 1:
             walk.log(ptr, "rewrite", "CT-sampling-content-array", value, value[0])
@@ -104,14 +107,14 @@ def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -
         return new
     t = value.get("type")
     if t == "resource_link":
-        if "EmbeddedResource" in available:
+        if "EmbeddedResource" in names:
             new = {"type": "resource", "resource": {"uri": value.get("uri", ""), "mimeType": "text/plain", "text": link_text(value)}}
         else:
             new = {"type": "text", "text": link_text(value)}
         rule = "CT-resource_link"
     elif t == "audio":
         data = value.get("data")
-        if walk.options.get("audio") == "embed" and "EmbeddedResource" in available and isinstance(data, str):
+        if walk.options.get("audio") == "embed" and "EmbeddedResource" in names and isinstance(data, str):
             digest = hashlib.sha256(data.encode()).hexdigest()[:16]
             new = {"type": "resource", "resource": {"uri": f"urn:mcpx:audio:{digest}", "mimeType": value.get("mimeType", "application/octet-stream"), "blob": data}}
         else:
@@ -124,7 +127,9 @@ def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -
         new = {"type": "text", "text": describe(value)}
         rule = ids.UNDEFINED
     _carry(value, new)
-    walk.log(ptr, "rewrite", rule, value, new)
+    # the replaced block leaves the message untouched (its annotations/_meta were copied); the new
+    # one is walked next, so the record shows a snapshot of it: both summaries can wait to be read
+    walk.log(ptr, "rewrite", rule, value, walk.shown(new), detached=True)
     return new
 
 
