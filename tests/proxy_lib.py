@@ -177,9 +177,14 @@ class ScriptedMcpHandler(_http_server.BaseHTTPRequestHandler):
         out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
             "protocolVersion": self.REVISION or body["params"]["protocolVersion"], "capabilities": {"tools": {}},
             "serverInfo": self.SERVER_INFO}})
-        self.send_response(200)
+        self.send_json(out, {"mcp-session-id": self.SESSION})
+
+    def send_json(self, out: bytes, headers: dict[str, str] | None = None, status: int = 200) -> None:
+        """Answer with the JSON body ``out`` (Content-Length set) and ``headers``."""
+        self.send_response(status)
         self.send_header("content-type", "application/json")
-        self.send_header("mcp-session-id", self.SESSION)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("content-length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)

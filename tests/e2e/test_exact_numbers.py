@@ -47,11 +47,7 @@ class Handler(ScriptedMcpHandler):
             self.chunk(b"event: message\ndata: " + out + b"\n\n")
             self.chunk(b"")
             return
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        self.send_json(out)
 
 
 @pytest.fixture

@@ -49,12 +49,7 @@ class Server(ScriptedMcpHandler):
     def _initialize(self, body: dict) -> None:
         out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
             "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": self.SERVER_INFO}})
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("mcp-session-id", self.SESSION)
-        self.send_header("content-length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        self.send_json(out, {"mcp-session-id": self.SESSION})
 
 
 def mcpx_lines(px: Proxy) -> list[str]:

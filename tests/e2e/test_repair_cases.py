@@ -53,12 +53,7 @@ class Handler(ScriptedMcpHandler):
         if body.get("method") == "initialize":
             out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
                 "protocolVersion": self.REVISION, "capabilities": {"tools": {}}, "serverInfo": self.SERVER_INFO}})
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("mcp-session-id", self.SESSION)
-            self.send_header("content-length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            self.send_json(out, {"mcp-session-id": self.SESSION})
             return
         self.answer(body)
 
@@ -87,11 +82,7 @@ class Handler(ScriptedMcpHandler):
             return
         else:
             out = orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "eu-west"}]}})
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        self.send_json(out)
 
 
 @pytest.fixture

@@ -83,6 +83,29 @@ def each_drawn(t: MessageType, examples: int, fn) -> None:
     run()
 
 
+#: every (sender, receiver) revision pair mcpx rewrites for: the same revision or an older receiver
+PAIRS: list[tuple[str, str]] = [(f, t) for i, f in enumerate(revisions.REVISIONS) for t in revisions.REVISIONS[: i + 1]]
+
+
+def drawn_differences(frm: str, to: str, examples: int, both) -> tuple[int, list[tuple[str, str, str]]]:
+    """Draw ``examples`` messages of each ``frm`` type that reaches a ``to`` receiver, and compare
+    the two outcomes ``both(t, msg, policy) -> (a, b)`` under both policies. Returns (messages
+    drawn, [(type label, policy, the message's first 300 characters)] where a != b)."""
+    diffs: list[tuple[str, str, str]] = []
+    n = 0
+    for t in types_toward(frm, to):
+        def one(msg, t=t):
+            nonlocal n
+            n += 1
+            for policy in ("strict", "lenient"):
+                a, b = both(t, msg, policy)
+                if a != b:
+                    diffs.append((t.label, policy, orjson.dumps(msg).decode()[:300]))
+
+        each_drawn(t, examples, one)
+    return n, diffs
+
+
 def messages(t: MessageType):
     body = strategy(t.revision, t.definition)
     if t.kind == "result":

@@ -9,7 +9,6 @@ and with them switched off. The delivered message, the reply and every change re
 from __future__ import annotations
 
 import copy
-import json
 import os
 
 import orjson
@@ -19,10 +18,9 @@ from mcpx_core import downgrade as dg
 from mcpx_core import revisions
 from mcpx_core.downgrade import classify, downgrade
 from examples_lib import example_messages
-from property_lib import applicable, each_drawn, message_types, types_toward
+from property_lib import PAIRS, applicable, drawn_differences, message_types
 
 EXAMPLES = int(os.environ.get("MCPX_PROPERTY_EXAMPLES", "8"))
-PAIRS = [(f, t) for i, f in enumerate(revisions.REVISIONS) for t in revisions.REVISIONS[: i + 1]]
 
 
 def _both(monkeypatch, t, msg, to, policy="strict"):
@@ -44,17 +42,7 @@ def _both(monkeypatch, t, msg, to, policy="strict"):
 
 @pytest.mark.parametrize("frm,to", PAIRS, ids=[f"{f}->{t}" for f, t in PAIRS])
 def test_shortcuts_change_nothing(frm, to, monkeypatch):
-    diffs, n = [], 0
-    for t in types_toward(frm, to):
-        def one(msg, t=t):
-            nonlocal n
-            n += 1
-            for policy in ("strict", "lenient"):
-                fast, slow = _both(monkeypatch, t, msg, to, policy)
-                if fast != slow:
-                    diffs.append((t.label, policy, json.dumps(msg)[:300]))
-
-        each_drawn(t, EXAMPLES, one)
+    n, diffs = drawn_differences(frm, to, EXAMPLES, lambda t, msg, policy: _both(monkeypatch, t, msg, to, policy))
     assert n > 0 and diffs == []
 
 

@@ -12,7 +12,6 @@ reply and every change record (its text included) must be equal.
 from __future__ import annotations
 
 import copy
-import json
 import os
 
 import orjson
@@ -23,10 +22,9 @@ from mcpx_core import revisions
 from mcpx_core.changes import Change, Summary
 from mcpx_core.downgrade import classify, downgrade
 from examples_lib import example_messages
-from property_lib import applicable, each_drawn, message_types, types_toward
+from property_lib import PAIRS, applicable, drawn_differences, message_types
 
 EXAMPLES = int(os.environ.get("MCPX_PROPERTY_EXAMPLES", "8"))
-PAIRS = [(f, t) for i, f in enumerate(revisions.REVISIONS) for t in revisions.REVISIONS[: i + 1]]
 STAMP = ("flow-1", "session-1", None, 7, None, None, None)  # direction, method, revisions filled per message
 
 
@@ -61,17 +59,7 @@ def _both(monkeypatch, t, msg, to, policy="strict"):
 
 @pytest.mark.parametrize("frm,to", PAIRS, ids=[f"{f}->{t}" for f, t in PAIRS])
 def test_compiled_walk_changes_nothing(frm, to, monkeypatch):
-    diffs, n = [], 0
-    for t in types_toward(frm, to):
-        def one(msg, t=t):
-            nonlocal n
-            n += 1
-            for policy in ("strict", "lenient"):
-                got, want = _both(monkeypatch, t, msg, to, policy)
-                if got != want:
-                    diffs.append((t.label, policy, json.dumps(msg)[:300]))
-
-        each_drawn(t, EXAMPLES, one)
+    n, diffs = drawn_differences(frm, to, EXAMPLES, lambda t, msg, policy: _both(monkeypatch, t, msg, to, policy))
     assert n > 0 and diffs == []
 
 

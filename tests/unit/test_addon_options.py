@@ -89,11 +89,7 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
                 return
             out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"content": [
                 {"type": "resource_link", "uri": "file:///r.txt", "name": "r.txt", "mimeType": "text/plain"}]}})
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            self.send_json(out)
 
     srv = LoopbackServer(Server)
     try:
