@@ -74,7 +74,8 @@ def test_big_integers_survive_batch_reassembly_and_local_answers(server, tmp_pat
         client.close()
     assert json.loads(Handler.seen[-1])["id"] == BIG  # the server got the request, id exact
     records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["detail"]) for c in px.changes()]
-    inexact = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; forwarded untouched"
+    inexact = ("holds an integer outside [-2**63, 2**64): re-serialised it would change value; "
+               "forwarded untouched: no change recorded before this record for it was applied")
     # the pinned 2025-03-26 client leg sends no MCP-Protocol-Version: each POST gets the server's (2025-06-18)
     header = ("c2s", "header:MCP-Protocol-Version", "synthesize", "TR-protocol-version-header", None)
     assert records == [

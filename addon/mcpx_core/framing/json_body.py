@@ -51,7 +51,10 @@ def parse(body: bytes) -> Parsed:
 
 
 #: why a body holding an integer orjson cannot keep exactly is forwarded untouched
-INEXACT = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; forwarded untouched"
+#: what a passthrough record says of a body left as sent; the change records made for it before
+#: (the walk ran first) describe changes that were not delivered
+UNAPPLIED = "forwarded untouched: no change recorded before this record for it was applied"
+INEXACT = "holds an integer outside [-2**63, 2**64): re-serialised it would change value; " + UNAPPLIED
 
 
 def exact(value: Any, source: bytes | str | memoryview) -> bool:
@@ -165,7 +168,7 @@ def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes:
     try:
         out = orjson.dumps(value)
     except orjson.JSONEncodeError as e:
-        raise Unwritable(f"re-serialised it cannot be written ({e}); forwarded untouched") from None
+        raise Unwritable(f"re-serialised it cannot be written ({e}); {UNAPPLIED}") from None
     if b"+" in out and b"e+" in out and not exact(value, source):  # "+" first: one memchr pass
         raise Unwritable(INEXACT)
     return out
