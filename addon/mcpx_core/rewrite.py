@@ -273,7 +273,8 @@ class Rewriter:
         s.profile = chosen.name if chosen is not None else None
         for m in parsed.messages:
             if classify(m) == "request":
-                exch.request_ids[m["id"]] = m.get("method")
+                if _hashable(m["id"]):  # an id JSON-RPC allows (true would match the answer with id 1)
+                    exch.request_ids[m["id"]] = m.get("method")
                 s.remember("c2s", m["id"], m.get("method"))
             s.messages += 1
         if not parsed.batch:
@@ -316,8 +317,9 @@ class Rewriter:
         s = exch.session
         for m in parsed.messages:
             if classify(m) == "request":
-                exch.request_ids[m["id"]] = m.get("method")
-                if m.get("method") == "tools/call" and isinstance(m.get("params"), dict) and isinstance(m["params"].get("name"), str):
+                if _hashable(m["id"]):
+                    exch.request_ids[m["id"]] = m.get("method")
+                if _hashable(m["id"]) and m.get("method") == "tools/call" and isinstance(m.get("params"), dict) and isinstance(m["params"].get("name"), str):
                     exch.tool_calls[m["id"]] = m["params"]["name"]
                 if s is not None:
                     s.remember("c2s", m["id"], m.get("method"))
@@ -387,8 +389,9 @@ class Rewriter:
         jid = msg.get("id")
         if kind in ("result", "error"):
             asked_by = "c2s" if direction == "s2c" else "s2c"
-            method = (exch.request_ids.get(jid) if direction == "s2c" else None) or (s.answer(asked_by, jid) if s else None)
-            if direction == "s2c" and s is not None and jid in exch.request_ids:
+            known = _hashable(jid)  # another id (true, an object) answers no request
+            method = (exch.request_ids.get(jid) if direction == "s2c" and known else None) or (s.answer(asked_by, jid) if s and known else None)
+            if direction == "s2c" and s is not None and known and jid in exch.request_ids:
                 s.answer("c2s", jid)
             if direction == "s2c" and exch.id_map and isinstance(jid, str) and jid in exch.id_map:
                 # RPC-request-id-reuse: the server answered the id mcpx gave it; the client gets its own back
@@ -575,7 +578,7 @@ class Rewriter:
         """One client message walked from the session's client leg to its server leg (records
         logged); the bytes to send, or None when nothing changed (and ``source`` is given)."""
         s = exch.session
-        if classify(msg) == "request":
+        if classify(msg) == "request" and _hashable(msg["id"]):
             exch.request_ids[msg["id"]] = msg.get("method")
         res = self._one(exch, msg, "c2s", s.client_leg, s.server_rev) if s is not None else None
         if res is None:

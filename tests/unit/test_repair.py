@@ -219,12 +219,12 @@ def test_large_lists_are_validated_only_with_a_candidate(monkeypatch):
     out, exch = s2c(C, C, "tools/list", big)
     assert out is None and exch.changes == [] and calls == []  # not validated
     out, exch = s2c(C, C, "tools/list", big.replace(b'"description":"d', b'"title":null,"description":"d', 1))
-    assert out is None and keys(exch) == [("/result/tools/70/name", "keep", "REPAIR-invalid")] and calls == ["ListToolsResult"]
+    assert out is None and keys(exch) == [("/result/tools/70/name", "keep", "REPAIR-invalid")] and calls[:1] == ["ListToolsResult"]  # (then its definitions, the first time in this process)
     out, exch = s2c(E, E, "tools/list", big.replace(b'"result":{', b'"result":{"resultType":"complete",'))
     assert keys(exch) == [("/result/tools/70/name", "keep", "REPAIR-invalid")]  # lacks ttlMs: validated
     calls.clear()
     out, exch = s2c(C, C, "tools/list", _tools(2, bad))  # small: always validated
-    assert out is None and keys(exch) == [("/result/tools/2/name", "keep", "REPAIR-invalid")] and calls == ["ListToolsResult"]
+    assert out is None and keys(exch) == [("/result/tools/2/name", "keep", "REPAIR-invalid")] and calls[:1] == ["ListToolsResult"]  # (then its definitions, the first time in this process)
     out, exch = s2c(C, C, "tools/call", b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + b"x" * 100000 + b'"}],"isError":1}}')
     assert out is None and keys(exch) == [("/result/isError", "keep", "REPAIR-invalid")]  # not a list: always
 
