@@ -50,3 +50,11 @@ def test_a_large_value_whose_long_digit_run_is_a_string_or_a_float_is_exact(kind
 def test_a_small_value_with_an_integer_beyond_64_bits_as_a_memoryview_is_not_exact():
     source = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"n": BIG}}).encode()
     assert json_body.exact(orjson.loads(source), memoryview(source)) is False
+
+
+@pytest.mark.parametrize("n,exact", [(-(2**63), True), (2**64 - 1, True), (-127, True), (-(2**63) - 1, False), (2**64, False)])
+def test_integers_are_exact_from_minus_2_to_the_63_to_below_2_to_the_64(n, exact):
+    """A float written as such (``1e19``, integral and >= 2**63) makes the body suspect; the
+    source re-read with exact integers then decides, by the range orjson keeps (int64 and uint64)."""
+    source = b'{"f":1e19,"n":%d}' % n
+    assert json_body.exact(orjson.loads(source), source) is exact

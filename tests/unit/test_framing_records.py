@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mcpx_core.changes import FIELDS, RECORD, Change, ChangeLog
 from mcpx_core.framing import json_body
-from mcpx_core.framing.sse import SSEParser
+from mcpx_core.framing.sse import SSEParser, json_values
 
 
 @settings(max_examples=300, deadline=None)
@@ -115,3 +115,11 @@ def test_rewritten_event_keeps_its_end_after_a_line_ending_in_a_lone_cr():
     again = SSEParser()
     assert [(e.payload, e.lines) for e in again.feed(out)] == [(b'{"b":2}', [(b'data: {"b":2}', b"\n"), (b":", b"\n")])]
     assert again.close() == ([], b"")
+
+
+def test_json_values_skips_events_without_json_data_and_goes_on():
+    """framing.sse.json_values (the bridge's stream readers): events without data, blank ones and
+    data that is not JSON are skipped, and the events after them still read."""
+    events = SSEParser().feed(b": keep-alive\n\nid: 1\n\ndata:\n\ndata: not json\n\ndata: {\"a\":1}\n\nid: 2\n\ndata: [1,2]\n\n")
+    assert [e.payload for e in events] == [None, None, b"", b"not json", b'{"a":1}', None, b"[1,2]"]
+    assert list(json_values(events)) == [{"a": 1}, [1, 2]]
