@@ -3,7 +3,8 @@
 ``from_rev`` is the revision the sender speaks, ``to_rev`` the one the receiver gets (changes.py
 record shape; README "Change log"). A session has two legs: the server's revision and the
 client's leg, which differ when mcpx pins a client to an older revision (``mcpx_pin``) or bridges a
-client that asked for an older revision than the server answered (REVISIONS.md 2.4, mcpx_bridge).
+client that asked for an older revision than the server answered (REVISIONS.md 2.4, mcpx_bridge),
+or when the client's host profile names the revision it parses (profiles.py, ``revision``).
 Server-to-client records then go ``server_rev -> client leg``, client-to-server ones the other way.
 
 ``before``/``after`` are summaries (:func:`changes.summarize`): a string over 80 characters, as a
@@ -15,9 +16,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from mcpx_core.rewrite import VERSION_BRIDGE_RULE, Exchange, Rewriter
+from mcpx_core.profiles import ProfileSet, parse
+from mcpx_core.rewrite import PROFILE_REVISION_RULE, VERSION_BRIDGE_RULE, Exchange, Rewriter
 from mcpx_core.session import SessionTracker
 
+#: a user's profile file (mcpx_profiles): the host "old-host" parses 2025-03-26
+OLD_HOST = parse('[profiles.old-host]\ndescription = "a host"\nsource = "measured"\nrevision = "2025-03-26"\n'
+                 'match = { client_name = "old-host" }\n', "mine.toml")
 #: (client name, revision it asks, pins, revision the server answers, the record of the initialize result)
 LEGS = {
     "pinned": ("pinned-client", "2025-06-18", {"pinned-client": "2025-03-26"}, "2025-06-18",
@@ -26,6 +31,9 @@ LEGS = {
                 {"rule": VERSION_BRIDGE_RULE,
                  "detail": "the server answered a newer revision than the client asked for: the client is told its own "
                            "and mcpx translates between the two (mcpx_bridge)"}),
+    "profile": ("old-host", "2025-06-18", {}, "2025-06-18",
+                {"rule": PROFILE_REVISION_RULE, "detail": "profile old-host: the client is told the revision it parses",
+                 "profile": "old-host"}),
 }
 
 
@@ -41,7 +49,7 @@ def test_records_of_a_session_with_two_legs_go_from_the_sender_to_the_receiver(l
     name, asked, pins, answered, init_record = LEGS[leg]
     store = SessionTracker()
     store.pins.update(pins)
-    rw = Rewriter(store)
+    rw = Rewriter(store, profile_set=ProfileSet.build(OLD_HOST))
     init = Exchange(flow_id="f-init", is_mcp=True)
     rw.request(init, "POST", orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}}), {})
