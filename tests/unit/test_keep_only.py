@@ -77,3 +77,15 @@ def test_keep_only_event_beside_a_rewritten_one_stays_byte_for_byte():
     assert [(c.pointer, c.action, c.rule, c.jsonrpc_id) for c in exch.changes] == [
         ("/result/tools/0/inputSchema/$schema", "keep", "TOOL-inputSchema-$schema", 2),
         ("/result/tools/0/title", "rewrite", "TOOL-title", 3)]
+
+
+def test_keep_only_for_composition_keywords_is_delivered_byte_for_byte():
+    """TOOL-inputSchema-open: JSON Schema composition keywords a legacy client's types do not
+    list are kept and logged (rules/tools.py COMPOSITION)."""
+    rw, exch = session("2025-06-18", "2025-03-26")
+    body = (b'{"jsonrpc":"2.0", "id":2, "result":{"tools":[{"name":"pick","inputSchema":{"type":"object",'
+            b'"properties":{"c":{"anyOf":[{"type":"string"},{"type":"number"}]}},"$defs":{}}}]}}')
+    assert rw.response_json(exch, body) is None
+    assert records(exch) == [keep_record("2025-06-18", "2025-03-26") | {
+        "pointer": "/result/tools/0/inputSchema", "rule": "TOOL-inputSchema-open", "before": None,
+        "detail": "JSON Schema keywords kept: $defs, anyOf"}]

@@ -90,3 +90,12 @@ def test_request_outstanding_while_more_than_the_bound_are_answered_is_still_typ
         {"pointer": "/result/structuredContent", "action": "drop", "rule": "SC-structuredContent",
          "before": '{total: 3, next: "c2"}', "after": None, "detail": None} | context]
     assert s.pending == OrderedDict()
+
+
+def test_a_boolean_id_answers_nothing():
+    """JSON-RPC 2.0 ids are strings or numbers: ``true`` (equal to 1 in Python) is no request's id."""
+    s = Session("s")
+    s.remember("c2s", 1, "tools/list")
+    s.remember("c2s", True, "ping")
+    assert s.answer("c2s", True) is None
+    assert s.pending == OrderedDict({("c2s", 1): "tools/list"})
