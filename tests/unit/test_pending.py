@@ -99,3 +99,23 @@ def test_a_boolean_id_answers_nothing():
     s.remember("c2s", True, "ping")
     assert s.answer("c2s", True) is None
     assert s.pending == OrderedDict({("c2s", 1): "tools/list"})
+
+
+def test_a_server_request_types_the_clients_result_to_it():
+    """sampling/createMessage from a 2025-06-18 server on the GET stream; the 2025-11-25 client's
+    result (content as an array) goes back as one block (CT-sampling-content-array)."""
+    rw, s = session()
+    s.server_rev, s.client_rev = "2025-06-18", "2025-11-25"
+    stream = Exchange(flow_id="get", session=s, is_mcp=True)
+    ask = (b'data: {"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[{"role":"user",'
+           b'"content":{"type":"text","text":"q"}}],"maxTokens":5}}\n\n')
+    assert rw.sse(stream).whole(ask) == ask
+    assert s.pending == OrderedDict({("s2c", "s1"): "sampling/createMessage"})
+    answer = Exchange(flow_id="post", is_mcp=True)
+    out = rw.request(answer, "POST", b'{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant","content":[{"type":"text",'
+                                     b'"text":"hi"}],"model":"m"}}', HEADERS)
+    assert out.body == b'{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}'
+    assert [(c.pointer, c.rule, c.direction, c.jsonrpc_id, c.method) for c in answer.changes] == [
+        ("header:MCP-Protocol-Version", "TR-protocol-version-header", "c2s", None, None),
+        ("/result/content", "CT-sampling-content-array", "c2s", "s1", "sampling/createMessage")]
+    assert s.pending == OrderedDict()
