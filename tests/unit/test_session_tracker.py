@@ -21,3 +21,12 @@ def test_a_request_that_names_its_revision_in_a_header_only_belongs_to_no_sessio
     assert store.lookup(None, None, "2025-06-18") == Named("2025-06-18", "header")
     assert store.lookup(None, None, "2099-01-01") is None
     assert store.lookup(None, "2026-07-28", "2025-06-18") == Named("2026-07-28", "_meta")
+
+
+def test_initialize_params_of_the_wrong_type_are_not_kept():
+    """clientInfo must be an object, protocolVersion a string, capabilities an object
+    (schema/2025-06-18/schema.ts InitializeRequest): other values are not the session's."""
+    s = SessionTracker().start({"protocolVersion": 20250618, "clientInfo": "c", "capabilities": ["sampling"]}, "k")
+    assert (s.requested_rev, s.client_info, s.client_caps) == (None, None, None)
+    s = SessionTracker().start({"protocolVersion": "2025-06-18", "clientInfo": {"name": "c"}, "capabilities": {"roots": {}}}, "k")
+    assert (s.requested_rev, s.client_info, s.client_caps) == ("2025-06-18", {"name": "c"}, {"roots": {}})
