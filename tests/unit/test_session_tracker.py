@@ -30,3 +30,12 @@ def test_initialize_params_of_the_wrong_type_are_not_kept():
     assert (s.requested_rev, s.client_info, s.client_caps) == (None, None, None)
     s = SessionTracker().start({"protocolVersion": "2025-06-18", "clientInfo": {"name": "c"}, "capabilities": {"roots": {}}}, "k")
     assert (s.requested_rev, s.client_info, s.client_caps) == ("2025-06-18", {"name": "c"}, {"roots": {}})
+
+
+def test_expire_counts_the_sessions_it_forgets():
+    store = SessionTracker(ttl=10)
+    sessions = [store.create(key) for key in ("a", "b", "c")]
+    for s in sessions:
+        s.last_seen = time.monotonic() - 60
+    store.get("c")
+    assert store.expire() == 2 and len(store) == 1
