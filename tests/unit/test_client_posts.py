@@ -13,6 +13,7 @@ import orjson
 
 from mcpx_core import seal
 from mcpx_core.disposition import AnswerLocally, Forward, MintSession
+from mcpx_core.framing import json_body
 from mcpx_core.rewrite import Exchange, Rewriter
 from mcpx_core.seal import Sealer
 from mcpx_core.session import SessionTracker
@@ -77,3 +78,24 @@ def test_an_initialize_with_a_session_id_starts_the_session_under_that_id():
     exch = Exchange(flow_id="f", is_mcp=True)
     assert rw.request(exch, "POST", orjson.dumps(INIT), {"Mcp-Session-Id": "abc"}) == Forward(None, {}, ())
     assert exch.session.key == "abc" and rw.tracker.get("abc") is exch.session
+
+
+def test_a_request_the_server_revision_lacks_is_answered_by_mcpx_unless_its_id_is_inexact():
+    """tasks/list (2025-11-25) toward a 2025-06-18 server: mcpx answers -32601 itself; but not
+    with an id beyond 64 bits, which it could not write back exactly (the server answers it)."""
+    answered = Exchange(flow_id="f", is_mcp=True)
+    out = session("2025-11-25", "2025-06-18").request(answered, "POST", b'{"jsonrpc":"2.0","id":4,"method":"tasks/list"}',
+                                                      {"Mcp-Session-Id": "sess-1"})
+    assert out == AnswerLocally(200, b'{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found: tasks/list '
+                                     b'(not defined in MCP 2025-06-18; answered by mcpx)"}}', (("content-type", "application/json"),))
+    assert answered.replies == [] and answered.messages == [
+        {"direction": "c2s", "kind": "request", "method": "tasks/list", "id": 4, "changes": 1}]
+    assert [(c.pointer, c.action, c.rule, c.jsonrpc_id) for c in answered.changes][1:] == [("", "drop-message", "TASK-method-list", 4)]
+
+    forwarded = Exchange(flow_id="f", is_mcp=True)
+    out = session("2025-11-25", "2025-06-18").request(
+        forwarded, "POST", b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tasks/list"}', {"Mcp-Session-Id": "sess-1"})
+    assert out == Forward(None, {"MCP-Protocol-Version": "2025-06-18"}, ())
+    assert forwarded.messages == [{"direction": "c2s", "kind": "request", "method": "tasks/list", "id": None, "changes": 1}]
+    assert [(c.pointer, c.action, c.rule, c.detail) for c in forwarded.changes][1:] == [
+        ("/id", "passthrough", "PASSTHROUGH-error", f"request id {json_body.INEXACT}; not answered by mcpx")]
