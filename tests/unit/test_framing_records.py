@@ -142,3 +142,10 @@ def test_an_oversize_event_passes_in_parts_and_the_next_event_is_read(chunks, pa
     events = [e for c in chunks for e in parser.feed(c)] + parser.close()[0]
     assert [(e.raw, e.oversize) for e in events] == parts
     assert events[-1].payload == b"{}" and parser.close() == ([], b"")
+
+
+def test_an_event_id_that_is_not_utf8_is_read_with_replacement_characters():
+    """The event stream is UTF-8 (html.spec.whatwg.org, server-sent events): an id's invalid bytes
+    are read as U+FFFD; the event's raw bytes stay as they came."""
+    ev = SSEParser().feed(b"id: a\xffb\ndata: {}\n\n")[0]
+    assert (ev.last_id, ev.raw, ev.payload) == ("a\ufffdb", b"id: a\xffb\ndata: {}\n\n", b"{}")
