@@ -99,3 +99,16 @@ def test_a_request_the_server_revision_lacks_is_answered_by_mcpx_unless_its_id_i
     assert forwarded.messages == [{"direction": "c2s", "kind": "request", "method": "tasks/list", "id": None, "changes": 1}]
     assert [(c.pointer, c.action, c.rule, c.detail) for c in forwarded.changes][1:] == [
         ("/id", "passthrough", "PASSTHROUGH-error", f"request id {json_body.INEXACT}; not answered by mcpx")]
+
+
+def test_a_url_only_elicitation_capability_is_dropped_toward_an_older_server():
+    """CAP-client-elicitation-modes: a 2025-11-25 client that declares URL-mode elicitation only
+    declares no elicitation to a 2025-06-18 server (which has form elicitation only)."""
+    from mcpx_core.downgrade import downgrade
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}}, "clientInfo": {"name": "c", "version": "1"}}}
+    out = downgrade(init, "request", "initialize", "2025-11-25", "2025-06-18", "c2s")
+    assert out.message["params"]["capabilities"] == {}
+    assert [(c.pointer, c.action, c.rule, c.before, c.after, c.detail) for c in out.changes] == [
+        ("/params/capabilities/elicitation", "drop", "CAP-client-elicitation-modes", "{url: {}}", None,
+         "URL mode only: no form elicitation in this revision")]
