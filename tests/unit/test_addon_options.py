@@ -249,3 +249,22 @@ def test_repair_option():
         assert addon.state.rewriter.repair is False
         tctx.configure(addon, mcpx_repair=True)
         assert addon.state.rewriter.repair is True
+
+
+def test_audio_embed_option_reaches_the_rewrite():
+    """mcpx_audio=embed: a 2024-11-05 client (no AudioContent) gets an audio block as an embedded
+    blob resource (CT-audio, rules/content.py) instead of a text note."""
+    from mcpx_core.rewrite import Exchange, Rewriter
+    from mcpx_core.session import SessionTracker
+    body = b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}]}}'
+    out = {}
+    for audio in ("embed", "text"):
+        store = SessionTracker()
+        s = store.create("s")
+        s.server_rev, s.client_rev = "2025-03-26", "2024-11-05"
+        exch = Exchange(flow_id="f", session=s, is_mcp=True, request_ids={3: "tools/call"})
+        out[audio] = Rewriter(store, options={"audio": audio}).response_json(exch, body)
+    assert out == {
+        "embed": b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"resource","resource":{"uri":"urn:mcpx:audio:aa40ebcc97ccf9ef",'
+                 b'"mimeType":"audio/wav","blob":"UklGRg=="}}]}}',
+        "text": b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"[audio content omitted: audio/wav, 4 bytes]"}]}}'}

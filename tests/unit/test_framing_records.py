@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mcpx_core.changes import FIELDS, RECORD, Change, ChangeLog
 from mcpx_core.framing import json_body
-from mcpx_core.framing.sse import SSEParser
+from mcpx_core.framing.sse import SSEParser, json_values
 
 
 @settings(max_examples=300, deadline=None)
@@ -115,3 +115,37 @@ def test_rewritten_event_keeps_its_end_after_a_line_ending_in_a_lone_cr():
     again = SSEParser()
     assert [(e.payload, e.lines) for e in again.feed(out)] == [(b'{"b":2}', [(b'data: {"b":2}', b"\n"), (b":", b"\n")])]
     assert again.close() == ([], b"")
+
+
+def test_json_values_skips_events_without_json_data_and_goes_on():
+    """framing.sse.json_values (the bridge's stream readers): events without data, blank ones and
+    data that is not JSON are skipped, and the events after them still read."""
+    events = SSEParser().feed(b": keep-alive\n\nid: 1\n\ndata:\n\ndata: not json\n\ndata: {\"a\":1}\n\nid: 2\n\ndata: [1,2]\n\n")
+    assert [e.payload for e in events] == [None, None, b"", b"not json", b'{"a":1}', None, b"[1,2]"]
+    assert list(json_values(events)) == [{"a": 1}, [1, 2]]
+
+
+BIG = b"data: " + b"x" * 30  # above the parser's max_event (16): passed on in parts, unbuffered
+
+
+@pytest.mark.parametrize("chunks,parts", [
+    # the blank line of an oversize event ends in CR at a chunk end: the LF that opens the next chunk is its own
+    ([BIG + b"\r\n\r", b"\ndata: {}\n\n"], [(BIG + b"\r\n\r", 1), (b"\n", 2), (b"data: {}\n\n", 0)]),
+    ([BIG + b"\r", b"\n\r", b"\n", b"data: {}\n\n"], [(BIG + b"\r", 1), (b"\n\r", 2), (b"\n", 2), (b"data: {}\n\n", 0)]),
+    ([BIG + b"\n\n", b"\ndata: {}\n\n"], [(BIG + b"\n\n", 1), (b"\n", 0), (b"data: {}\n\n", 0)]),
+])
+def test_an_oversize_event_passes_in_parts_and_the_next_event_is_read(chunks, parts):
+    """SSEParser(max_event): an event above the bound is not buffered (oversize 1, then 2 for its
+    later parts); its line ends (CR, LF, CRLF: html.spec.whatwg.org, server-sent events) may be cut
+    anywhere by the chunks, and the event after it is parsed as usual."""
+    parser = SSEParser(16)
+    events = [e for c in chunks for e in parser.feed(c)] + parser.close()[0]
+    assert [(e.raw, e.oversize) for e in events] == parts
+    assert events[-1].payload == b"{}" and parser.close() == ([], b"")
+
+
+def test_an_event_id_that_is_not_utf8_is_read_with_replacement_characters():
+    """The event stream is UTF-8 (html.spec.whatwg.org, server-sent events): an id's invalid bytes
+    are read as U+FFFD; the event's raw bytes stay as they came."""
+    ev = SSEParser().feed(b"id: a\xffb\ndata: {}\n\n")[0]
+    assert (ev.last_id, ev.raw, ev.payload) == ("a\ufffdb", b"id: a\xffb\ndata: {}\n\n", b"{}")
