@@ -394,7 +394,7 @@ class Rewriter:
                 # RPC-request-id-reuse: the server answered the id mcpx gave it; the client gets its own back
                 msg["id"] = exch.id_map[jid]
                 self._emit(exch, [Change(pointer="/id", action="rewrite", rule="RPC-request-id-reuse", before=f'"{jid}"',
-                                         after=orjson.dumps(msg["id"]).decode(), detail="the id mcpx gave the server, mapped back")],
+                                         after=json_body.dumps(msg["id"]).decode(), detail="the id mcpx gave the server, mapped back")],
                            direction, msg, method, from_rev, to_rev)
                 jid = msg["id"]
         elif kind == "request" and direction == "s2c" and s is not None:

@@ -617,7 +617,7 @@ class ListenStream:
         self.started = False
 
     def _event(self, msg: dict) -> bytes:
-        return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
+        return b"event: message\ndata: " + json_body.dumps(msg) + b"\n\n"
 
     def _meta(self) -> dict:
         return {"io.modelcontextprotocol/subscriptionId": self.listen.sub_id}
@@ -703,7 +703,7 @@ def _single(body: bytes | None) -> dict | None:
     if not body:
         return None
     try:
-        parsed = json_body.parse(body)
+        parsed = json_body.parse(body, exact_ints=True)
     except json_body.Unparseable:
         return None
     return parsed.messages[0] if not parsed.batch and classify(parsed.messages[0]) else None
