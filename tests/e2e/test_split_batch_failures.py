@@ -79,6 +79,8 @@ def test_split_batch_answers_every_member(server, tmp_path):
     header = ("c2s", "header:MCP-Protocol-Version", "synthesize", "TR-protocol-version-header", None, None)
     batch_only = ("sent on the SSE answer of a split batch's member: a batch response array holds only responses "
                   "(JSON-RPC 2.0; 2025-03-26 JSONRPCBatchResponse)")
+    assert [(c["jsonrpc_id"], c["method"]) for c in px.changes() if c["rule"].startswith("RPC-batch-re")] == [
+        (None, None), (2, "tools/call"), (None, "notifications/message"), (4, "tools/call")]
     assert records == [
         ("s2c", "/result/protocolVersion", "rewrite", "MCPX-pin", '"2025-06-18"', "session pinned to an older revision by mcpx.pin"),
         header,  # notifications/initialized

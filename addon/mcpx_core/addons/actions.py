@@ -220,11 +220,12 @@ async def split_batch(st: State, flow: http.HTTPFlow, exch: Exchange, members: t
             continue
         what = f"HTTP {reply.status}" + (f" ({ctype.split(';')[0].strip()})" if ctype else "")
         message = f"mcpx: the server answered this batch member with {what}, which mcpx could not read as its answer: {why}"
-        answers.append(json_body.dumps(_error(rid, -32603, message)))
-        st.rewriter.record(exch, [Change(pointer="", action="answer-locally", rule="RPC-batch-request",
-                                         detail=f"batch member id={json_body.dumps(rid).decode()}: {what}, {why}: "
-                                                "answered -32603 in the batch response")],
-                           "s2c", *exch.revisions)
+        error = _error(rid, -32603, message)
+        answers.append(json_body.dumps(error))
+        st.rewriter._emit(exch, [Change(pointer="", action="answer-locally", rule="RPC-batch-request",
+                                        detail=f"batch member id={json_body.dumps(rid).decode()}: {what}, {why}: "
+                                               "answered -32603 in the batch response")],
+                          "s2c", error, exch.request_ids.get(rid), *exch.revisions)
     exch.is_mcp = True
     if answers:
         flow.response = http.Response.make(200, b"[" + b",".join(answers) + b"]", {"content-type": "application/json"})
