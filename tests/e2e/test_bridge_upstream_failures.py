@@ -34,7 +34,9 @@ class Legacy(ScriptedMcpHandler):
             self.end_headers()
             return
         rid = json.dumps(body["id"]).encode()
-        if body.get("method") != "tools/call":
+        if body.get("method") == "tools/list":  # forwarded on the client's own flow (not a call mcpx holds)
+            self.send_json(b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"tools":[{"na')
+        elif body.get("method") != "tools/call":
             self.send_json(b'{"jsonrpc":"2.0","id":' + rid + b',"error":{"code":-32601,"message":"Method not found"}}', status=400)
         elif body["params"]["name"] == "close":
             self.close_connection = True
@@ -66,12 +68,16 @@ def test_upstream_close_and_truncated_answer(server, tmp_path):
         assert answer["error"]["message"].startswith("mcpx could not reach the server: ")
         closed_id = Legacy.seen[-1]["id"]
         status, headers, body = _call(client, 7, "cut")
-        client.close()
         cut_id = Legacy.seen[-1]["id"]
+        listed = client.post({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"_meta": META}},
+                             extra={"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"})
+        list_id = Legacy.seen[-1]["id"]
+        client.close()
         out = px.output()
     assert status == 200 and headers["content-type"] == "application/json"
     assert body == b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"ty'
-    assert closed_id.startswith("mcpx-") and cut_id.startswith("mcpx-")
+    assert closed_id.startswith("mcpx-") and cut_id.startswith("mcpx-") and list_id.startswith("mcpx-")
+    assert listed[0] == 200 and listed[2] == b'{"jsonrpc":"2.0","id":9,"result":{"tools":[{"na'
     assert "Traceback" not in out
     warnings = [line for line in out.splitlines() if "bridge client2026: the server did not answer" in line]
     assert len(warnings) == 1, out
@@ -88,4 +94,21 @@ def test_upstream_close_and_truncated_answer(server, tmp_path):
         ("c2s", "/params/_meta/io.modelcontextprotocol~1clientInfo", "drop", "META-clientInfo", None),
         ("s2c", "", "passthrough", "PASSTHROUGH-error", "the server's answer (HTTP 200) holds no JSON-RPC response mcpx can read: "
          "forwarded as it came; mcpx's id in it mapped back to the client's"),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1protocolVersion", "drop", "META-protocolVersion", None),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientCapabilities", "drop", "META-clientCapabilities", None),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientInfo", "drop", "META-clientInfo", None),
+        ("c2s", "header:MCP-Protocol-Version", "rewrite", "TR-protocol-version-header", None),  # the client's flow goes on
+        ("c2s", "header:mcp-method", "drop", "TR-mcp-method-name", None),
+        ("s2c", "", "passthrough", "PASSTHROUGH-error", "body is not valid JSON: " + _orjson_error(b'{"jsonrpc":"2.0","id":'
+         + json.dumps(list_id).encode() + b',"result":{"tools":[{"na')),
+        ("s2c", "/id", "rewrite", "RPC-request-id-reuse", "the id mcpx gave the server, mapped back in a body mcpx cannot parse"),
     ]
+
+
+def _orjson_error(data: bytes) -> str:
+    import orjson
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        return str(e)
+    raise AssertionError("parses")
