@@ -397,7 +397,7 @@ class Rewriter:
                 # RPC-request-id-reuse: the server answered the id mcpx gave it; the client gets its own back
                 msg["id"] = exch.id_map[jid]
                 self._emit(exch, [Change(pointer="/id", action="rewrite", rule="RPC-request-id-reuse", before=f'"{jid}"',
-                                         after=orjson.dumps(msg["id"]).decode(), detail="the id mcpx gave the server, mapped back")],
+                                         after=json_body.dumps(msg["id"]).decode(), detail="the id mcpx gave the server, mapped back")],
                            direction, msg, method, from_rev, to_rev)
                 jid = msg["id"]
         elif kind == "request" and direction == "s2c" and s is not None:
@@ -641,7 +641,7 @@ class Rewriter:
             return self._split_out(exch, split, out, body) if changed else None
         parsed = self._parse(exch, body, "s2c", exch.is_mcp and (content_type is None or declares_json(content_type)))
         if parsed is None:
-            return None
+            return self._raw_ids_back(exch, body) if exch.id_map and body else None
         if not exch.is_mcp and not any(classify(m) for m in parsed.messages):
             return None
         out, changed = self._s2c_messages(exch, parsed.messages, source=body)
@@ -653,6 +653,20 @@ class Rewriter:
         if not parsed.batch and not out:
             return b""
         return self._write(exch, "s2c", out if parsed.batch else out[0], body)
+
+    def _raw_ids_back(self, exch: Exchange, body: bytes) -> bytes | None:
+        """A body mcpx cannot parse that names an id mcpx gave the server (``"id":"mcpx-<n>"``, a
+        bridge's): the client's own id put back, every other byte as it came (None: it names none)."""
+        out = body
+        for minted, original in exch.id_map.items():
+            ours = b'"id":' + json_body.dumps(minted)
+            if ours in out:
+                out = out.replace(ours, b'"id":' + json_body.dumps(original))
+                self._emit(exch, [Change(pointer="/id", action="rewrite", rule="RPC-request-id-reuse", before=f'"{minted}"',
+                                         after=json_body.dumps(original).decode(),
+                                         detail="the id mcpx gave the server, mapped back in a body mcpx cannot parse")],
+                           "s2c", None, None, *exch.revisions)
+        return None if out is body else out
 
     def _s2c_messages(self, exch: Exchange, messages: list, split: json_body.ArraySplit | None = None,
                       source: bytes | None = None) -> tuple[list, bool]:

@@ -12,6 +12,7 @@ import logging
 from mitmproxy import http
 
 from .. import revisions, upstream
+from ..changes import Change
 from ..framing import json_body
 from ..framing.sse import SSEParser
 from ..rewrite import Exchange, SSERewriter
@@ -162,39 +163,69 @@ def _answers(payload: bytes, rid) -> bool:
 async def split_batch(st: State, flow: http.HTTPFlow, exch: Exchange, members: tuple[bytes, ...]) -> None:
     """RPC-batch-request: POST each member alone (mcpx's own flows), answer the client with one batch.
 
-    A member whose POST fails (the server unreachable, its certificate not trusted, ...) is
-    answered with a JSON-RPC error -32603 naming why, with a record; nothing is retried."""
+    A member whose POST fails (the server unreachable, its certificate not trusted, ...), or whose
+    answer holds no JSON-RPC response to it (an HTML error page, truncated JSON, an empty body), is
+    answered with a JSON-RPC error -32603 naming what the server sent, with a record; nothing is
+    retried. A notification (or request) the server sends on a member's SSE answer cannot go into
+    the batch response (an array of responses only: JSON-RPC 2.0, 2025-03-26 ``JSONRPCBatchResponse``):
+    it is dropped, with a ``drop-message`` record."""
     exch.answered = True
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
     headers.pop("content-length", None)
     headers.pop("accept-encoding", None)
     answers: list[bytes] = []  # JSON texts, joined into one batch as they are (exact numbers)
     for body in members:
+        rid = _request_id(body)
         try:
             reply = await st.sender.send(flow, "POST", body, headers, "a member of a split batch", timeout=600)
         except upstream.UpstreamError as e:
             st.rewriter.passthrough(exch, "c2s", f"batch member not sent: {e.reason}")
-            rid = _request_id(body)
             if rid is not None:
                 answers.append(json_body.dumps(_error(rid, -32603, f"mcpx could not reach the server: {e.reason}")))
             continue
+        ctype = reply.headers.get("content-type", "")
+        why = "an empty body"
+        found = False
         if reply.status == 202 or not reply.body:
-            continue
-        if reply.headers.get("content-type", "").startswith("text/event-stream"):
+            pass
+        elif ctype.startswith("text/event-stream"):
+            why = "no JSON-RPC response to it on the SSE stream"
             parser = SSEParser()
             delivered = SSERewriter(st.rewriter, exch).whole(reply.body)
             for ev in parser.feed(delivered) + parser.close()[0]:
                 if ev.payload is not None and not ev.blank():
                     try:
+                        parsed = json_body.parse(ev.payload, exact_ints=True)
                         answers.extend(json_body.response_texts(ev.payload))
                     except json_body.Unparseable:
                         continue
+                    found = _responds(parsed.messages, rid) or found
+                    _drop_others(st, exch, parsed.messages)
         else:
-            new = st.rewriter.response_json(exch, reply.body)
             try:
-                answers.extend(json_body.response_texts(new if new is not None else reply.body))
-            except json_body.Unparseable:
-                st.rewriter.passthrough(exch, "s2c", "batch member answer is not JSON")
+                json_body.parse(reply.body)
+            except json_body.Unparseable as e:
+                why = e.reason
+            else:
+                new = st.rewriter.response_json(exch, reply.body)
+                delivered = new if new is not None else reply.body
+                try:
+                    found = _responds(json_body.parse(delivered, exact_ints=True).messages, rid)
+                    answers.extend(json_body.response_texts(delivered))
+                except json_body.Unparseable as e:
+                    why = e.reason
+                else:
+                    why = "no JSON-RPC response to it"
+        if rid is None or found:
+            continue
+        what = f"HTTP {reply.status}" + (f" ({ctype.split(';')[0].strip()})" if ctype else "")
+        message = f"mcpx: the server answered this batch member with {what}, which mcpx could not read as its answer: {why}"
+        error = _error(rid, -32603, message)
+        answers.append(json_body.dumps(error))
+        st.rewriter._emit(exch, [Change(pointer="", action="answer-locally", rule="RPC-batch-request",
+                                        detail=f"batch member id={json_body.dumps(rid).decode()}: {what}, {why}: "
+                                               "answered -32603 in the batch response")],
+                          "s2c", error, exch.request_ids.get(rid), *exch.revisions)
     exch.is_mcp = True
     if answers:
         flow.response = http.Response.make(200, b"[" + b",".join(answers) + b"]", {"content-type": "application/json"})
@@ -205,9 +236,28 @@ async def split_batch(st: State, flow: http.HTTPFlow, exch: Exchange, members: t
         flow.response.headers[SESSION_HEADER] = sid
 
 
+def _responds(messages: list, rid) -> bool:
+    """Whether ``messages`` hold a response to ``rid`` (or one with a null id: the server could not read it)."""
+    return any(isinstance(m, dict) and ("result" in m or "error" in m) and (m.get("id") == rid or m.get("id") is None)
+               for m in messages)
+
+
+def _drop_others(st: State, exch: Exchange, messages: list) -> None:
+    """A record for each message of a member's SSE answer that is not a response (not delivered)."""
+    for m in messages:
+        if isinstance(m, dict) and ("result" in m or "error" in m):
+            continue
+        method = m.get("method") if isinstance(m, dict) else None
+        st.rewriter._emit(exch, [Change(pointer="", action="drop-message", rule="RPC-batch-response",
+                                        before=method or "a JSON value",
+                                        detail="sent on the SSE answer of a split batch's member: a batch response "
+                                               "array holds only responses (JSON-RPC 2.0; 2025-03-26 JSONRPCBatchResponse)")],
+                          "s2c", m, method, *exch.revisions)
+
+
 def _request_id(body: bytes):
     try:
-        m = json_body.parse(body).messages[0]
+        m = json_body.parse(body, exact_ints=True).messages[0]
     except (json_body.Unparseable, IndexError):
         return None
     return m.get("id") if isinstance(m, dict) and "method" in m else None

@@ -117,6 +117,11 @@ class ClientRequests:
             return
         try:
             out = await bridge.request(exch, flow.request.method, body, names, FlowUpstream(st.sender, flow))
+        except upstream.UpstreamError as e:  # the server closed, timed out, refused: one line, not a traceback
+            logger.warning(f"mcpx: bridge {name}: the server did not answer: {e.reason}")
+            st.rewriter.passthrough(exch, "c2s", f"bridge {name}: upstream request failed: {e.reason}")
+            out = Answer(502, json_body.dumps({"jsonrpc": "2.0", "id": exch.single_request_id,
+                                               "error": {"code": -32603, "message": f"mcpx could not reach the server: {e.reason}"}}))
         except Exception as e:  # never lose a message: the client gets a JSON-RPC error, with a record
             logger.exception("mcpx: bridge failed")
             st.rewriter.passthrough(exch, "c2s", f"bridge {name} failed: {type(e).__name__}: {e}")

@@ -136,6 +136,8 @@ class Client2026Bridge:
         refusal = self._check(exch, msg, kind, meta, headers)
         if refusal is not None:
             return refusal
+        if kind == "request":
+            exch.single_request_id = msg.get("id")  # for an error answer should the upstream session fail
         try:
             up = await self._upstream_session(exch, meta, upstream)
         except Refused as r:  # the server's own refusal (e.g. 403 for a foreign Origin): the client gets it
@@ -347,11 +349,24 @@ class Client2026Bridge:
             held.done = True
             answer = first_response(reply.headers.get("content-type", ""), reply.body)
             if not isinstance(answer, dict):
-                return Answer(reply.status, reply.body, tuple(
-                    (k, v) for k, v in reply.headers.items() if k in ("content-type",)) or (("content-type", "application/json"),))
+                return self._unread(exch, reply, rid, minted)
             held.queue.put_nowait(answer)
             held.queue.put_nowait(None)
         return await self._next(exch, rid, minted, held, upstream)
+
+    def _unread(self, exch, reply: Reply, rid: Any, minted: str) -> Answer:
+        """The server's answer to a call holds no JSON-RPC response mcpx can read (truncated JSON, an
+        HTML error page): it goes to the client as it came (a passthrough record), but never under
+        mcpx's own id: where the body names it (``"id":"mcpx-<n>"``), the client's id is put back."""
+        body = reply.body
+        ours = b'"id":' + json_body.dumps(minted)
+        mapped = ours in body
+        if mapped:
+            body = body.replace(ours, b'"id":' + json_body.dumps(rid))
+        self.rw.passthrough(exch, "s2c", f"the server's answer (HTTP {reply.status}) holds no JSON-RPC response mcpx can read: "
+                            "forwarded as it came" + ("; mcpx's id in it mapped back to the client's" if mapped else ""))
+        return Answer(reply.status, body, tuple((k, v) for k, v in reply.headers.items() if k in ("content-type",))
+                      or (("content-type", "application/json"),))
 
     async def _next(self, exch, rid: Any, minted: str, held: Held, upstream: Upstream) -> Answer:
         """Read the held call's messages until its result or until it asks for client input."""
@@ -617,7 +632,7 @@ class ListenStream:
         self.started = False
 
     def _event(self, msg: dict) -> bytes:
-        return b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n"
+        return b"event: message\ndata: " + json_body.dumps(msg) + b"\n\n"
 
     def _meta(self) -> dict:
         return {"io.modelcontextprotocol/subscriptionId": self.listen.sub_id}
@@ -703,7 +718,7 @@ def _single(body: bytes | None) -> dict | None:
     if not body:
         return None
     try:
-        parsed = json_body.parse(body)
+        parsed = json_body.parse(body, exact_ints=True)
     except json_body.Unparseable:
         return None
     return parsed.messages[0] if not parsed.batch and classify(parsed.messages[0]) else None

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import orjson
 
 from .. import revisions
+from ..framing import json_body
 
 LATEST = revisions.LATEST
 Forced = Literal["auto", "legacy", "2026", "dual"]
@@ -120,7 +121,7 @@ def first_response(content_type: str, body: bytes) -> Any:
                 return m
         return None
     try:
-        m = orjson.loads(body)
+        m = json_body.loads(body)
     except orjson.JSONDecodeError:
         return None
     return m if isinstance(m, dict) else None

@@ -288,7 +288,7 @@ class LegacyClientBridge:
         if method != "POST":
             return Answer(405, b"", (("allow", "GET, POST, DELETE"),), note=NOTE)
         try:
-            parsed = json_body.parse(body or b"")
+            parsed = json_body.parse(body or b"", exact_ints=True)
         except json_body.Unparseable as e:
             self.rw.passthrough(exch, "c2s", f"{e.reason}: answered -32700")
             return Answer(400, json_body.dumps(_error(None, -32700, f"Parse error: {e.reason}")), note=NOTE)
@@ -772,7 +772,7 @@ class Call:
                 if ev.payload is None or ev.blank():
                     continue
                 try:
-                    value = orjson.loads(ev.payload)
+                    value = json_body.loads(ev.payload)
                 except orjson.JSONDecodeError:
                     self.b.rw.passthrough(self.exch, "s2c", "SSE event data is not JSON: not delivered")
                     continue
@@ -794,7 +794,7 @@ class Call:
         ctype = reply.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype == "application/json" and reply.body:
             try:
-                parsed = json_body.parse(reply.body)
+                parsed = json_body.parse(reply.body, exact_ints=True)
             except json_body.Unparseable:
                 return reply, None
             for msg in parsed.messages:
@@ -1091,7 +1091,7 @@ class Listen:
                 if ev.blank():
                     continue
                 try:
-                    msg = orjson.loads(ev.payload)
+                    msg = json_body.loads(ev.payload)
                 except orjson.JSONDecodeError:
                     continue
                 if isinstance(msg, dict):

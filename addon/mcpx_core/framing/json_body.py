@@ -31,10 +31,11 @@ class Unparseable(ValueError):
         self.reason = reason
 
 
-def parse(body: bytes) -> Parsed:
-    """Parse a JSON body. Raises :class:`Unparseable` (never anything else)."""
+def parse(body: bytes, exact_ints: bool = False) -> Parsed:
+    """Parse a JSON body. Raises :class:`Unparseable` (never anything else). ``exact_ints``: integers
+    outside [-2**63, 2**64) come out as :class:`ExactInt` (see :func:`loads`), as the bridges need."""
     try:
-        value = orjson.loads(body)
+        value = loads(body) if exact_ints else orjson.loads(body)
     except orjson.JSONDecodeError as e:
         try:
             body.decode("utf-8")
@@ -48,6 +49,64 @@ def parse(body: bytes) -> Parsed:
     if isinstance(value, dict):
         return Parsed([value], False)
     raise Unparseable("body is JSON but neither an object nor an array")
+
+
+class ExactInt:
+    """An integer outside [-2**63, 2**64) read exactly (orjson reads one as a float, which written
+    again is another number, e.g. a JSON-RPC id of 24 digits): equal to and hashed as that integer,
+    never equal to a float; :func:`dumps` and :func:`dumps_exact` write its digits. Not an ``int``
+    subclass, so code that writes values without this module's ``default`` fails loudly instead of
+    writing another number (and a record's ``jsonrpc_id``, taken only from ints and strings, is null)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int):
+        self.value = value
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is ExactInt:
+            return self.value == other.value
+        return isinstance(other, int) and not isinstance(other, bool) and self.value == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return str(self.value)
+
+    def __copy__(self) -> "ExactInt":
+        return self
+
+    def __deepcopy__(self, memo: Any) -> "ExactInt":
+        return self
+
+
+def _default(v: Any) -> Any:
+    """orjson's ``default``: an :class:`ExactInt` as its digits."""
+    if v.__class__ is ExactInt:
+        return orjson.Fragment(str(v.value).encode())
+    raise TypeError(f"Type is not JSON serializable: {type(v).__name__}")
+
+
+def loads(data: bytes | memoryview | str) -> Any:
+    """``orjson.loads(data)``, but every integer outside [-2**63, 2**64) an :class:`ExactInt` of its
+    exact value (re-read with the standard library, only when ``data`` holds a run of 19 or more
+    digits and the parsed value an :func:`inexact_number`). Raises ``orjson.JSONDecodeError``. For
+    messages mcpx must write again whole (the bridges map ids and answer under the client's id)."""
+    value = orjson.loads(data)
+    raw = data.tobytes() if isinstance(data, memoryview) else data
+    if _long_digit_run(raw) and _any_leaf(value, inexact_number):
+        import json
+        value = _exact_ints(json.loads(raw))
+    return value
+
+
+def _exact_ints(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _exact_ints(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_exact_ints(x) for x in v]
+    return ExactInt(v) if _beyond_64_bits(v) else v
 
 
 #: why a body holding an integer orjson cannot keep exactly is forwarded untouched
@@ -166,7 +225,7 @@ def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes:
     values). Output that has them (a float, or merely text such as "e+") is checked by :func:`exact`.
     """
     try:
-        out = orjson.dumps(value)
+        out = orjson.dumps(value, default=_default)
     except orjson.JSONEncodeError as e:
         raise Unwritable(f"re-serialised it cannot be written ({e}); {UNAPPLIED}") from None
     if b"+" in out and b"e+" in out and not exact(value, source):  # "+" first: one memchr pass
@@ -175,8 +234,9 @@ def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes:
 
 
 def dumps(value: Any) -> bytes:
-    """Serialise a message or batch (orjson: compact, UTF-8, non-ASCII kept as is)."""
-    return orjson.dumps(value)
+    """Serialise a message or batch (orjson: compact, UTF-8, non-ASCII kept as is; an
+    :class:`ExactInt` as its digits)."""
+    return orjson.dumps(value, default=_default)
 
 
 # -- large bodies: one array parsed an element at a time ---------------------------------------

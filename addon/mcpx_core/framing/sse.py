@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from . import json_body
+
 BOM = b"\xef\xbb\xbf"
 #: the comment line that stands where an event's message was not delivered (:meth:`Event.with_data`)
 NOT_DELIVERED = b": mcpx: message not delivered to this client revision"
@@ -303,6 +305,6 @@ def json_values(events: Iterable[Event]) -> Iterator[Any]:
         if ev.payload is None or ev.blank():
             continue
         try:
-            yield orjson.loads(ev.payload)
+            yield json_body.loads(ev.payload)
         except orjson.JSONDecodeError:
             continue
