@@ -15,7 +15,7 @@ which seals the token) and ends one (:meth:`end`). Lookup order, first match win
 1. a request that names its revision in ``params._meta["io.modelcontextprotocol/protocolVersion"]``
    (2026-07-28, schema/2026-07-28/schema.ts:76) belongs to no session: :class:`Named` (a revision mcpx
    does not know: no session at all, the request goes untouched);
-2. ``Mcp-Session-Id``: a token opens (cache, else the key) -> its session; one that does not
+2. ``Mcp-Session-Id`` (present at all: an empty one binds no session, the request goes untouched): a token opens (cache, else the key) -> its session; one that does not
    open -> :class:`Unknown` (the addon answers 404, docs/specification/2025-03-26/basic/transports.mdx:200).
    A plain id (no token) is looked up in memory: sessions of offline replays (recorded ids) and of
    live sessions started before a key existed; live and unknown -> :class:`Unknown`;
@@ -208,6 +208,8 @@ class SessionTracker:
         """
         if named is not None:  # a request that names its revision is never bound to a guessed session
             return Named(named, "_meta") if revisions.is_known(named) else None
+        if session_id is not None and not session_id.strip():
+            return None  # an empty Mcp-Session-Id: never bound by a guess (connection, host); forwarded untouched
         if session_id:
             s = self.get(session_id)
             if s is not None:

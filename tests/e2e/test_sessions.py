@@ -161,3 +161,67 @@ def test_tampered_truncated_and_foreign_tokens_get_404(servers, tmp_path):
         for i in range(6, len(token) - 24, 24):
             assert token[i:i + 24] not in logs
     assert key not in logs and key[:16] not in logs
+
+
+# -- scripted upstreams: every header and body either leg sees ------------------------------------------
+from proxy_lib import LoopbackServer, ScriptedMcpHandler  # noqa: E402
+
+TOOL_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
+TOOL_RESULT = {"content": [{"type": "text", "text": "ok"}]}
+
+
+class Strict(ScriptedMcpHandler):
+    """A server that knows one session, ``scripted-1``: any other ``Mcp-Session-Id`` (none, empty,
+    a token) gets 400 -32600, and a second initialize in its session gets the everything server's
+    "Server already initialized". ``seen``: (Mcp-Session-Id as received or None, body) per POST."""
+    seen: list[tuple[str | None, bytes]] = []
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        sid = self.headers.get("mcp-session-id")
+        Strict.seen.append((sid, raw))
+        body = orjson.loads(raw)
+        if body.get("method") == "initialize" and sid is None:
+            out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": self.SERVER_INFO}})
+            self.send_json(out, {"mcp-session-id": self.SESSION})
+        elif sid != self.SESSION or body.get("method") == "initialize":
+            msg = "Server already initialized" if sid == self.SESSION else "Bad Request: No valid session ID provided"
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": msg}}), status=400)
+        elif "id" not in body:
+            self.send_json(b"", status=202)
+        else:
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": TOOL_RESULT}))
+
+
+@pytest.fixture()
+def strict():
+    Strict.seen = []
+    srv = LoopbackServer(Strict)
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("empty", ["", "   "])
+def test_an_empty_session_id_is_bound_to_no_session(strict, tmp_path, empty):
+    """Another client on the same host sends ``Mcp-Session-Id:`` with no value: it is forwarded
+    untouched (no session guessed from the host, no server id put in), the server's 400 reaches it
+    unchanged, and no record names a session."""
+    with Proxy(f"http://127.0.0.1:{strict.port}", tmp_path) as proxy:
+        a = Client(proxy.port)
+        a.initialize("2024-11-05")
+        assert a.session.startswith("mcpx1.")
+        b = Client(proxy.port)
+        before = len(proxy.changes())
+        status, headers, body = b.post(TOOL_CALL, {"mcp-session-id": empty})
+        assert (status, orjson.loads(body)) == (400, {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Bad Request: No valid session ID provided"}})
+        assert "mcp-session-id" not in headers
+        assert Strict.seen[-1] == ("", orjson.dumps(TOOL_CALL))
+        time.sleep(0.3)
+        assert proxy.changes()[before:] == []
+        status, _, msgs = a.rpc(TOOL_CALL)  # the first client's session is untouched
+        assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
+        assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
+        a.close(), b.close()
