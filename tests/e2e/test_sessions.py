@@ -225,3 +225,30 @@ def test_an_empty_session_id_is_bound_to_no_session(strict, tmp_path, empty):
         assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
         assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
         a.close(), b.close()
+
+
+def test_a_second_initialize_in_a_session_gets_the_servers_own_id(strict, tmp_path):
+    """An initialize sent with a valid token is one more request of that session: the server gets
+    its own session id (never the token) and answers as it would directly (400 -32600 "Server
+    already initialized"), delivered unchanged; the session goes on."""
+    with Proxy(f"http://127.0.0.1:{strict.port}", tmp_path) as proxy:
+        a = Client(proxy.port)
+        a.initialize("2025-03-26")
+        before = len(proxy.changes())
+        again = {"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "adv", "version": "1"}}}
+        status, headers, body = a.post(again)
+        assert Strict.seen[-1] == ("scripted-1", orjson.dumps(again))
+        assert (status, orjson.loads(body)) == (400, {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Server already initialized"}})
+        assert "mcp-session-id" not in headers
+        assert not any(sid and sid.startswith("mcpx1.") for sid, _ in Strict.seen)
+        time.sleep(0.3)
+        # the server's own answer, checked as any (a JSON-RPC error with id null is not 2025-03-26's)
+        assert [(c["pointer"], c["action"], c["rule"], c["direction"], c["session"], c["detail"]) for c in proxy.changes()[before:]] == [
+            ("/id", "keep", "REPAIR-invalid", "s2c", proxy.handle(a.session),
+             "fails 2025-03-26 JSONRPCError: expected string/number, got null; nothing repaired, delivered as it was")]
+        status, _, msgs = a.rpc(TOOL_CALL)
+        assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
+        assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
+        a.close()
