@@ -252,3 +252,58 @@ def test_a_second_initialize_in_a_session_gets_the_servers_own_id(strict, tmp_pa
         assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
         assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
         a.close()
+
+
+class Unparsable(Strict):
+    """Answers initialize with a serverInfo.name mcpx cannot parse (``NAME``: a lone surrogate escape,
+    or a byte that is not UTF-8), with its session id ``scripted-1``."""
+    NAME = b"s\\ud800"
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        Strict.seen.append((self.headers.get("mcp-session-id"), raw))
+        body = orjson.loads(raw)
+        if body.get("method") == "initialize":
+            self.send_json(b'{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"2025-03-26","capabilities":{},'
+                           b'"serverInfo":{"name":"%s","version":"1"}}}' % (body["id"], self.NAME), {"mcp-session-id": self.SESSION})
+        else:
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": TOOL_RESULT}))
+
+
+WHY = {b"s\\ud800": "body is not valid JSON: no low surrogate in string: line 1 column 107 (char 106)",
+       b"s\xff": "body is not valid UTF-8"}
+
+
+@pytest.mark.parametrize("name", [b"s\\ud800", b"s\xff"], ids=["lone-surrogate", "not-utf-8"])
+def test_an_initialize_answer_mcpx_cannot_parse_keeps_the_servers_session_id(tmp_path, name):
+    """mcpx cannot learn the session from the answer (nothing to seal): the client gets the server's
+    answer and its own Mcp-Session-Id byte for byte, with passthrough records; its next request,
+    carrying that id, reaches the server untouched."""
+    Strict.seen = []
+    handler = type("H", (Unparsable,), {"NAME": name})
+    srv = LoopbackServer(handler)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path) as proxy:
+            c = Client(proxy.port)
+            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "adv", "version": "1"}}}
+            status, headers, body = c.post(init)
+            assert (status, headers["mcp-session-id"]) == (200, "scripted-1")
+            assert body == b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{},' \
+                           b'"serverInfo":{"name":"%s","version":"1"}}}' % name
+            time.sleep(0.3)
+            records = [(c_["pointer"], c_["action"], c_["rule"], c_["direction"]) for c_ in proxy.changes()]
+            details = [c_["detail"] for c_ in proxy.changes()]
+            assert records == [("", "passthrough", "PASSTHROUGH-error", "s2c")] * 2, records
+            assert details == [WHY[name], "initialize result not understood: session not sealed, "
+                                          "the server's Mcp-Session-Id passed to the client unchanged"]
+            c.session = "scripted-1"
+            before = len(proxy.changes())
+            status, headers, body = c.post(TOOL_CALL)
+            assert (status, orjson.loads(body)) == (200, {"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT})
+            assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
+            time.sleep(0.3)
+            assert proxy.changes()[before:] == []
+            c.close()
+    finally:
+        srv.stop()
