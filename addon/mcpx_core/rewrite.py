@@ -252,7 +252,7 @@ class Rewriter:
         sets, removes = self._request_headers(exch, headers)
         if method == "DELETE" and s is not None and s.token is not None and session_id:
             if s.upstream_id is None:  # the server keeps no session: mcpx ends it itself
-                self.tracker.end(s)
+                self.tracker.terminate(s)
                 self._emit(exch, [Change(pointer="", action="answer-locally", rule="TR-session-delete",
                                          detail="session ended by mcpx: the server keeps no session")],
                            "c2s", None, None, s.client_leg, s.server_rev)

@@ -359,7 +359,7 @@ class LegacyClientBridge:
         for call in list(ss.calls.values()):
             call.cancel("session ended (DELETE)")
         self.sessions.pop(s.key, None)
-        self.rw.tracker.end(s)
+        self.rw.tracker.terminate(s)
         closed = getattr(self.state, "closed", None)
         if closed is not None:
             closed.append(s)
