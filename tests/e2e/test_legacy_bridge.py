@@ -437,6 +437,15 @@ def test_a_deleted_session_gets_404(server, tmp_path):
         token = c.session
         status, _, msgs = c.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert status == 200 and "tools" in msgs[0]["result"]
+        before = len(px.changes())  # an initialize with the token: in that session, never a new one
+        again = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "again", "version": "1"}}}
+        status, headers, body = c.post(again)
+        assert (status, orjson.loads(body), headers["mcp-session-id"]) == (
+            200, {"jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": "initialize inside a session"}}, token)
+        time.sleep(0.3)
+        assert [(x["pointer"], x["action"], x["rule"], x["direction"]) for x in px.changes()[before:]] == [
+            ("", "answer-locally", "LC-initialize", "c2s")]
         c.conn.request("DELETE", c.path, headers=c.headers())
         r = c.conn.getresponse()
         assert (r.status, r.read()) == (200, b"")
