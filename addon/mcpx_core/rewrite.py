@@ -224,8 +224,10 @@ class Rewriter:
         if jsonrpc:
             exch.is_mcp = True
         init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
-        if init is not None:
+        if init is not None and not (live and self.tracker.sealer is not None and session_id and session_id.strip()):
             return self._initialize(exch, init, parsed, session_id, live, all_headers if all_headers is not None else headers)
+        # (an initialize with a session id, live: one more request of that session, never a new one; the
+        # server gets its own id, never mcpx's token, and answers as it would directly)
         named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
         found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live)
         match found:
@@ -250,7 +252,7 @@ class Rewriter:
         sets, removes = self._request_headers(exch, headers)
         if method == "DELETE" and s is not None and s.token is not None and session_id:
             if s.upstream_id is None:  # the server keeps no session: mcpx ends it itself
-                self.tracker.end(s)
+                self.tracker.terminate(s)
                 self._emit(exch, [Change(pointer="", action="answer-locally", rule="TR-session-delete",
                                          detail="session ended by mcpx: the server keeps no session")],
                            "c2s", None, None, s.client_leg, s.server_rev)
@@ -404,7 +406,7 @@ class Rewriter:
             s.remember("s2c", jid, method)
         if direction == "s2c" and s is not None:
             s.messages += 1
-            if method == "initialize" and kind == "result":
+            if method == "initialize" and kind == "result" and exch.initialize is not None:  # (not a repeat in a session)
                 from_rev, to_rev = self._learn_initialize(exch, msg)
         entry = {"direction": direction, "kind": kind, "method": method, "id": jid if isinstance(jid, (int, str)) else None}
         if len(exch.messages) < FLOW_KEEP_MAX:

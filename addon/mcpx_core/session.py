@@ -15,7 +15,7 @@ which seals the token) and ends one (:meth:`end`). Lookup order, first match win
 1. a request that names its revision in ``params._meta["io.modelcontextprotocol/protocolVersion"]``
    (2026-07-28, schema/2026-07-28/schema.ts:76) belongs to no session: :class:`Named` (a revision mcpx
    does not know: no session at all, the request goes untouched);
-2. ``Mcp-Session-Id``: a token opens (cache, else the key) -> its session; one that does not
+2. ``Mcp-Session-Id`` (present at all: an empty one binds no session, the request goes untouched): a token opens (cache, else the key) -> its session; one that does not
    open -> :class:`Unknown` (the addon answers 404, docs/specification/2025-03-26/basic/transports.mdx:200).
    A plain id (no token) is looked up in memory: sessions of offline replays (recorded ids) and of
    live sessions started before a key existed; live and unknown -> :class:`Unknown`;
@@ -50,6 +50,9 @@ MAX_PENDING = 1024
 #: audit findings kept per session for mcpx.report (the newest), and tools whose outputSchema is remembered
 MAX_FINDINGS = 100
 MAX_TOOLS = 4096
+#: tokens of sessions the client ended with a DELETE mcpx answered itself, remembered per process (oldest
+#: forgotten first) so they get 404 (another replica, or a restart, does not know them)
+MAX_ENDED = 10000
 
 
 @dataclass
@@ -186,6 +189,7 @@ class SessionTracker:
         self._lru: OrderedDict[int, Session] = OrderedDict()  # uid -> session, least recently used first
         self._alias: dict[str, Session] = {}  # key -> session
         self.pins: dict[str, str] = {}  # clientInfo.name -> revision
+        self.ended: OrderedDict[str, None] = OrderedDict()  # tokens of sessions ended by a DELETE (see terminate)
 
     def __len__(self) -> int:
         return len(self._lru)
@@ -208,6 +212,10 @@ class SessionTracker:
         """
         if named is not None:  # a request that names its revision is never bound to a guessed session
             return Named(named, "_meta") if revisions.is_known(named) else None
+        if session_id is not None and not session_id.strip():
+            return None  # an empty Mcp-Session-Id: never bound by a guess (connection, host); forwarded untouched
+        if session_id in self.ended:
+            return Unknown("a session the client ended (DELETE)")
         if session_id:
             s = self.get(session_id)
             if s is not None:
@@ -300,6 +308,16 @@ class SessionTracker:
         self._lru.pop(s.uid, None)
         for k in list(s.aliases):
             self._unalias(k, s)
+
+    def terminate(self, s: Session) -> None:
+        """The client ended ``s`` (a DELETE mcpx answered itself): :meth:`end` it, and remember its
+        token (at most :data:`MAX_ENDED`, in this process only) so that it no longer opens: the
+        spec's 404 for an ended session."""
+        self.end(s)
+        if s.token is not None:
+            self.ended[s.token] = None
+            while len(self.ended) > MAX_ENDED:
+                self.ended.popitem(last=False)
 
     def drop(self, key: str) -> None:
         s = self._alias.get(key)

@@ -424,3 +424,37 @@ def test_an_initialize_of_the_2026_era_is_not_bridged(tmp_path):
     assert (status, body["error"]["code"]) == (404, -32601)
     assert pl.result_text(rep["results"][0]) == pl.MRTR_EXPECTED["mrtr-elicit"]
     assert not [c for c in px.changes() if c["rule"].startswith("LC-")]
+
+
+def test_a_deleted_session_gets_404(server, tmp_path):
+    """After the client's DELETE (answered by mcpx: a 2026-07-28 server keeps no session) the same
+    token gets what a server gives an ended session: HTTP 404, -32001, one answer-locally record,
+    nothing forwarded (Streamable HTTP, session management)."""
+    from proxy_lib import Client, Proxy
+    with Proxy(f"http://127.0.0.1:{server.port}", tmp_path) as px:
+        c = Client(px.port)
+        c.initialize("2025-06-18")
+        token = c.session
+        status, _, msgs = c.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert status == 200 and "tools" in msgs[0]["result"]
+        before = len(px.changes())  # an initialize with the token: in that session, never a new one
+        again = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "again", "version": "1"}}}
+        status, headers, body = c.post(again)
+        assert (status, orjson.loads(body), headers["mcp-session-id"]) == (
+            200, {"jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": "initialize inside a session"}}, token)
+        time.sleep(0.3)
+        assert [(x["pointer"], x["action"], x["rule"], x["direction"]) for x in px.changes()[before:]] == [
+            ("", "answer-locally", "LC-initialize", "c2s")]
+        c.conn.request("DELETE", c.path, headers=c.headers())
+        r = c.conn.getresponse()
+        assert (r.status, r.read()) == (200, b"")
+        before = len(px.changes())
+        status, headers, body = c.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert (status, orjson.loads(body)) == (404, {"jsonrpc": "2.0", "id": 2, "error": {"code": -32001, "message": "Session not found"}})
+        time.sleep(0.3)
+        assert [(x["pointer"], x["action"], x["rule"], x["session"], x["detail"]) for x in px.changes()[before:]] == [
+            ("header:Mcp-Session-Id", "answer-locally", "TR-session-id", None,
+             "unknown session (a session the client ended (DELETE)): answered 404, nothing forwarded")]
+        assert c.session == token
+        c.close()

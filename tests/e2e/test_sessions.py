@@ -161,3 +161,149 @@ def test_tampered_truncated_and_foreign_tokens_get_404(servers, tmp_path):
         for i in range(6, len(token) - 24, 24):
             assert token[i:i + 24] not in logs
     assert key not in logs and key[:16] not in logs
+
+
+# -- scripted upstreams: every header and body either leg sees ------------------------------------------
+from proxy_lib import LoopbackServer, ScriptedMcpHandler  # noqa: E402
+
+TOOL_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
+TOOL_RESULT = {"content": [{"type": "text", "text": "ok"}]}
+
+
+class Strict(ScriptedMcpHandler):
+    """A server that knows one session, ``scripted-1``: any other ``Mcp-Session-Id`` (none, empty,
+    a token) gets 400 -32600, and a second initialize in its session gets the everything server's
+    "Server already initialized". ``seen``: (Mcp-Session-Id as received or None, body) per POST."""
+    seen: list[tuple[str | None, bytes]] = []
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        sid = self.headers.get("mcp-session-id")
+        Strict.seen.append((sid, raw))
+        body = orjson.loads(raw)
+        if body.get("method") == "initialize" and sid is None:
+            out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": self.SERVER_INFO}})
+            self.send_json(out, {"mcp-session-id": self.SESSION})
+        elif sid != self.SESSION or body.get("method") == "initialize":
+            msg = "Server already initialized" if sid == self.SESSION else "Bad Request: No valid session ID provided"
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": msg}}), status=400)
+        elif "id" not in body:
+            self.send_json(b"", status=202)
+        else:
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": TOOL_RESULT}))
+
+
+@pytest.fixture()
+def strict():
+    Strict.seen = []
+    srv = LoopbackServer(Strict)
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("empty", ["", "   "])
+def test_an_empty_session_id_is_bound_to_no_session(strict, tmp_path, empty):
+    """Another client on the same host sends ``Mcp-Session-Id:`` with no value: it is forwarded
+    untouched (no session guessed from the host, no server id put in), the server's 400 reaches it
+    unchanged, and no record names a session."""
+    with Proxy(f"http://127.0.0.1:{strict.port}", tmp_path) as proxy:
+        a = Client(proxy.port)
+        a.initialize("2024-11-05")
+        assert a.session.startswith("mcpx1.")
+        b = Client(proxy.port)
+        before = len(proxy.changes())
+        status, headers, body = b.post(TOOL_CALL, {"mcp-session-id": empty})
+        assert (status, orjson.loads(body)) == (400, {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Bad Request: No valid session ID provided"}})
+        assert "mcp-session-id" not in headers
+        assert Strict.seen[-1] == ("", orjson.dumps(TOOL_CALL))
+        time.sleep(0.3)
+        assert proxy.changes()[before:] == []
+        status, _, msgs = a.rpc(TOOL_CALL)  # the first client's session is untouched
+        assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
+        assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
+        a.close(), b.close()
+
+
+def test_a_second_initialize_in_a_session_gets_the_servers_own_id(strict, tmp_path):
+    """An initialize sent with a valid token is one more request of that session: the server gets
+    its own session id (never the token) and answers as it would directly (400 -32600 "Server
+    already initialized"), delivered unchanged; the session goes on."""
+    with Proxy(f"http://127.0.0.1:{strict.port}", tmp_path) as proxy:
+        a = Client(proxy.port)
+        a.initialize("2025-03-26")
+        before = len(proxy.changes())
+        again = {"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "adv", "version": "1"}}}
+        status, headers, body = a.post(again)
+        assert Strict.seen[-1] == ("scripted-1", orjson.dumps(again))
+        assert (status, orjson.loads(body)) == (400, {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Server already initialized"}})
+        assert "mcp-session-id" not in headers
+        assert not any(sid and sid.startswith("mcpx1.") for sid, _ in Strict.seen)
+        time.sleep(0.3)
+        # the server's own answer, checked as any (a JSON-RPC error with id null is not 2025-03-26's)
+        assert [(c["pointer"], c["action"], c["rule"], c["direction"], c["session"], c["detail"]) for c in proxy.changes()[before:]] == [
+            ("/id", "keep", "REPAIR-invalid", "s2c", proxy.handle(a.session),
+             "fails 2025-03-26 JSONRPCError: expected string/number, got null; nothing repaired, delivered as it was")]
+        status, _, msgs = a.rpc(TOOL_CALL)
+        assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
+        assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
+        a.close()
+
+
+class Unparsable(Strict):
+    """Answers initialize with a serverInfo.name mcpx cannot parse (``NAME``: a lone surrogate escape,
+    or a byte that is not UTF-8), with its session id ``scripted-1``."""
+    NAME = b"s\\ud800"
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        Strict.seen.append((self.headers.get("mcp-session-id"), raw))
+        body = orjson.loads(raw)
+        if body.get("method") == "initialize":
+            self.send_json(b'{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"2025-03-26","capabilities":{},'
+                           b'"serverInfo":{"name":"%s","version":"1"}}}' % (body["id"], self.NAME), {"mcp-session-id": self.SESSION})
+        else:
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": TOOL_RESULT}))
+
+
+WHY = {b"s\\ud800": "body is not valid JSON: no low surrogate in string: line 1 column 107 (char 106)",
+       b"s\xff": "body is not valid UTF-8"}
+
+
+@pytest.mark.parametrize("name", [b"s\\ud800", b"s\xff"], ids=["lone-surrogate", "not-utf-8"])
+def test_an_initialize_answer_mcpx_cannot_parse_keeps_the_servers_session_id(tmp_path, name):
+    """mcpx cannot learn the session from the answer (nothing to seal): the client gets the server's
+    answer and its own Mcp-Session-Id byte for byte, with passthrough records; its next request,
+    carrying that id, reaches the server untouched."""
+    Strict.seen = []
+    handler = type("H", (Unparsable,), {"NAME": name})
+    srv = LoopbackServer(handler)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path) as proxy:
+            c = Client(proxy.port)
+            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "adv", "version": "1"}}}
+            status, headers, body = c.post(init)
+            assert (status, headers["mcp-session-id"]) == (200, "scripted-1")
+            assert body == b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26","capabilities":{},' \
+                           b'"serverInfo":{"name":"%s","version":"1"}}}' % name
+            time.sleep(0.3)
+            records = [(c_["pointer"], c_["action"], c_["rule"], c_["direction"]) for c_ in proxy.changes()]
+            details = [c_["detail"] for c_ in proxy.changes()]
+            assert records == [("", "passthrough", "PASSTHROUGH-error", "s2c")] * 2, records
+            assert details == [WHY[name], "initialize result not understood: session not sealed, "
+                                          "the server's Mcp-Session-Id passed to the client unchanged"]
+            c.session = "scripted-1"
+            before = len(proxy.changes())
+            status, headers, body = c.post(TOOL_CALL)
+            assert (status, orjson.loads(body)) == (200, {"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT})
+            assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
+            time.sleep(0.3)
+            assert proxy.changes()[before:] == []
+            c.close()
+    finally:
+        srv.stop()

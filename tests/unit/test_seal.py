@@ -106,3 +106,26 @@ def test_tracker_reopens_a_session_that_left_memory():
     tampered = token[:30] + ("x" if token[30] != "x" else "y") + token[31:]
     assert tr.lookup(tampered, None, None, live=True).reason.startswith("session id does not open")
     assert tr.lookup("upstream-1", None, None, live=True).reason == "not a session id mcpx issued (or one mcpx no longer knows)"
+
+
+def test_tracker_a_terminated_token_no_longer_opens(monkeypatch):
+    """terminate (a DELETE mcpx answered): the token gets Unknown, even sealed and valid; the set is
+    bounded (oldest forgotten first); a session that only left memory still opens."""
+    from mcpx_core import session
+    from mcpx_core.session import Unknown
+    monkeypatch.setattr(session, "MAX_ENDED", 2)
+    tr = SessionTracker(max_sessions=1, sealer=Sealer([seal.new_key()]))
+    tokens = []
+    for i in range(3):
+        s = tr.start({"protocolVersion": "2025-03-26"}, f"flow:{i}", (), sealed=True)
+        s.server_rev = s.client_rev = "2025-03-26"
+        tokens.append(tr.learn(s, None, seal=True))
+        tr.terminate(s)
+    assert list(tr.ended) == tokens[1:]
+    assert tr.lookup(tokens[2], None, None, live=True) == Unknown("a session the client ended (DELETE)")
+    assert tr.lookup(tokens[0], None, None, live=True).client_rev == "2025-03-26"  # forgotten: opens again
+    s = tr.start({"protocolVersion": "2025-03-26"}, "flow:9", (), sealed=True)
+    s.server_rev = s.client_rev = "2025-03-26"
+    kept = tr.learn(s, None, seal=True)
+    tr.create("crowd")  # left memory (max_sessions=1): not ended
+    assert tr.lookup(kept, None, None, live=True).client_rev == "2025-03-26"

@@ -99,6 +99,12 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in _RESPONSE_HOP]
     if token:
         headers.append(("Mcp-Session-Id", token))
+    elif reply.flow.response.headers.get_all(SESSION_HEADER):
+        # an answer mcpx could not learn the session from (not sealed): the server's own id reaches the
+        # client byte for byte, and the client's later requests carrying it go untouched
+        headers += [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() == SESSION_HEADER]
+        st.rewriter.passthrough(exch, "s2c", "initialize result not understood: session not sealed, "
+                                             "the server's Mcp-Session-Id passed to the client unchanged")
     flow.response = http.Response.make(reply.status, body, header_fields(headers))
     if body != original:
         st.keep_body(flow, "response", original)

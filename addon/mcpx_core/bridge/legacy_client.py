@@ -322,7 +322,7 @@ class LegacyClientBridge:
                                                     detail=f"level {level!r} kept; sent as _meta logLevel on every later request")])
         if name in ("resources/subscribe", "resources/unsubscribe"):
             return await self._subscribe(exch, s, ss, m, name)
-        if name == "initialize":  # never reached: the rewriter starts a new session for it
+        if name == "initialize":  # sent with the session's token (one without starts a new session): as a server would
             return self._local_error(exch, m, -32600, "initialize inside a session", "LC-initialize")
         try:
             prepared = self._upgrade(exch, s, ss, m, headers)
@@ -359,7 +359,7 @@ class LegacyClientBridge:
         for call in list(ss.calls.values()):
             call.cancel("session ended (DELETE)")
         self.sessions.pop(s.key, None)
-        self.rw.tracker.end(s)
+        self.rw.tracker.terminate(s)
         closed = getattr(self.state, "closed", None)
         if closed is not None:
             closed.append(s)
