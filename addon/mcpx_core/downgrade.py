@@ -563,13 +563,14 @@ def _fit(model: revisions.SchemaModel, value: Any, schema: dict, depth: int) -> 
     if not isinstance(value, dict):
         return 0
     props = schema.get("properties") or {}
-    if any(r not in value for r in schema.get("required", ())):
+    required = schema.get("required", ())
+    if any(r not in value for r in required):
         return -1
     score = 0
     for k, v in value.items():
         sub = props.get(k)
-        if sub is None:
-            continue
+        if sub is None or (v is None and k not in required):
+            continue  # null for an optional member means it is absent (the repair stage removes it: REPAIR-null-optional)
         score += 1
         if "$ref" in sub:
             sub = model.resolve(sub["$ref"])[1]

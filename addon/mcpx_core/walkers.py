@@ -287,7 +287,8 @@ class Plans:
             # fails, fits with -1 (downgrade._fit) and cannot win: only the others are tried
             keys = value.keys()
             disc = value.get("type", _NONE)
-            left = [pick for pick in picks if pick.required <= keys and (disc is _NONE or not pick.rules_out(disc))]
+            left = [pick for pick in picks if pick.required <= keys and (disc is _NONE or not pick.rules_out(disc)
+                                                                         or (disc is None and "type" not in pick.required))]
             if len(left) == 1 and left[0].sure:
                 return left[0].fn(walk, value, ptr)  # the only one that can fit, and it fits (score >= 0)
             best, best_score = None, -1

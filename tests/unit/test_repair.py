@@ -308,3 +308,16 @@ def test_structured_content_wire_values_from_a_2025_sender():
     out, exch = s2c(E, D, "tools/call", b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"structuredContent":[]}}')
     assert out == b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"[]"}]}}'  # a 2026 array: a value
     assert [k[2] for k in keys(exch)] == ["SC-structuredContent-any", "SC-structuredContent-any", "RES-resultType"]
+
+
+def test_null_union_discriminator_is_read_as_absent():
+    """An elicitation/create whose optional ``mode`` is null (found by the property test's mutation
+    pass): the walk picks the form member as it does for no ``mode`` (downgrade._fit reads null as
+    absent), so the message is walked, and the repair removes the null: the same delivery as
+    without ``mode`` (here: the 2026-07-28 ``_meta`` key a 2025-11-25 client lacks is dropped)."""
+    meta = b'"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}'
+    params = b'"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"string"}}},'
+    absent, exch_a = s2c(D, D, None, b'{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{' + params + meta + b'}}')
+    null, exch_n = s2c(D, D, None, b'{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"mode":null,' + params + meta + b'}}')
+    assert null == absent
+    assert keys(exch_n) == keys(exch_a) + [("/params/mode", "repair", "REPAIR-null-optional")]
