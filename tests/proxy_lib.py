@@ -189,6 +189,12 @@ class ScriptedMcpHandler(_http_server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(out)
 
+    def send_accepted(self) -> None:
+        """202 Accepted with no body: the answer to a notification or a response."""
+        self.send_response(202)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
     def answer(self, body: dict) -> None:
         raise NotImplementedError
 

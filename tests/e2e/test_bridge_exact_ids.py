@@ -51,9 +51,7 @@ class Legacy(ScriptedMcpHandler):
     def answer(self, body):
         Legacy.seen.append(json.dumps(body))
         if "id" not in body:
-            self.send_response(202)
-            self.send_header("content-length", "0")
-            self.end_headers()
+            self.send_accepted()
             return
         rid = json.dumps(body["id"]).encode()
         if body.get("method") == "tools/call":

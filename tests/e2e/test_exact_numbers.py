@@ -30,9 +30,7 @@ class Handler(ScriptedMcpHandler):
     def answer(self, body):
         Handler.seen.append(json.dumps(body))
         if "id" not in body:
-            self.send_response(202)
-            self.send_header("content-length", "0")
-            self.end_headers()
+            self.send_accepted()
             return
         meta = ('"_meta":{"n":%d}' % BIG).encode()
         if body.get("method") == "tasks/get":  # a 2024-11-05 server would not know it

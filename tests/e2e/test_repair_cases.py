@@ -59,9 +59,7 @@ class Handler(ScriptedMcpHandler):
 
     def answer(self, body):
         if "id" not in body or "method" not in body:  # a notification, or the client's answer to a request
-            self.send_response(202)
-            self.send_header("content-length", "0")
-            self.end_headers()
+            self.send_accepted()
             return
         rid, method = body["id"], body["method"]
         rev26 = (body.get("params") or {}).get("_meta", {}).get("io.modelcontextprotocol/protocolVersion") == "2026-07-28"

@@ -26,9 +26,7 @@ class Handler(ScriptedMcpHandler):
 
     def answer(self, body):
         if "id" not in body:
-            self.send_response(202)
-            self.send_header("content-length", "0")
-            self.end_headers()
+            self.send_accepted()
             return
         rid = body["id"]
         if rid == 1:

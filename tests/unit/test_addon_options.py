@@ -83,9 +83,7 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
     class Server(ScriptedMcpHandler):
         def answer(self, body):
             if "id" not in body:  # notifications/initialized
-                self.send_response(202)
-                self.send_header("content-length", "0")
-                self.end_headers()
+                self.send_accepted()
                 return
             out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"content": [
                 {"type": "resource_link", "uri": "file:///r.txt", "name": "r.txt", "mimeType": "text/plain"}]}})
