@@ -15,6 +15,7 @@ Servers listen on 127.0.0.1 only; their url is http://127.0.0.1:PORT/mcp.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -458,3 +459,18 @@ def expected_verdicts(server: str, client: str, direct: bool = True) -> dict[str
 def _stop_all() -> None:
     for server in list(_live):
         server.stop()
+
+
+@contextlib.contextmanager
+def three_servers():
+    """The npm everything server and the PyPI mcp 2.3.0 server, stateful (SSE) and stateless
+    (JSON answers), started for a test module: {"everything": ..., "py": ..., "py-stateless": ...}."""
+    ev = start_everything_server()
+    py = start_py_server()
+    stateless = start_py_server(stateless=True, json_response=True)
+    try:
+        yield {"everything": ev, "py": py, "py-stateless": stateless}
+    finally:
+        ev.stop()
+        py.stop()
+        stateless.stop()

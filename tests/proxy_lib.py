@@ -308,3 +308,12 @@ class Client:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def orjson_error(data: bytes) -> str:
+    """The message orjson gives for ``data`` that does not parse (what a passthrough record's detail quotes)."""
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        return str(e)
+    raise AssertionError("parses")

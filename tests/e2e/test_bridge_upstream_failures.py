@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, LoopbackServer, orjson_error, Proxy, ScriptedMcpHandler
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "fail26", "version": "1"}}
@@ -97,16 +97,7 @@ def test_upstream_close_and_truncated_answer(server, tmp_path):
         ("c2s", "/params/_meta/io.modelcontextprotocol~1clientInfo", "drop", "META-clientInfo", None),
         ("c2s", "header:MCP-Protocol-Version", "rewrite", "TR-protocol-version-header", None),  # the client's flow goes on
         ("c2s", "header:mcp-method", "drop", "TR-mcp-method-name", None),
-        ("s2c", "", "passthrough", "PASSTHROUGH-error", "body is not valid JSON: " + _orjson_error(b'{"jsonrpc":"2.0","id":'
+        ("s2c", "", "passthrough", "PASSTHROUGH-error", "body is not valid JSON: " + orjson_error(b'{"jsonrpc":"2.0","id":'
          + json.dumps(list_id).encode() + b',"result":{"tools":[{"na')),
         ("s2c", "/id", "rewrite", "RPC-request-id-reuse", "the id mcpx gave the server, mapped back in a body mcpx cannot parse"),
     ]
-
-
-def _orjson_error(data: bytes) -> str:
-    import orjson
-    try:
-        orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        return str(e)
-    raise AssertionError("parses")

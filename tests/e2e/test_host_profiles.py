@@ -65,13 +65,8 @@ def _need(*venvs: str) -> None:
 @pytest.fixture(scope="module")
 def servers():
     _need("mcp-1.9.2")
-    ev = pl.start_everything_server()
-    py = pl.start_py_server()
-    stateless = pl.start_py_server(stateless=True, json_response=True)
-    yield {"everything": ev, "py": py, "py-stateless": stateless}
-    ev.stop()
-    py.stop()
-    stateless.stop()
+    with pl.three_servers() as servers:
+        yield servers
 
 
 @pytest.mark.parametrize("server", ["everything", "py", "py-stateless"])

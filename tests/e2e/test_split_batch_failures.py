@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, LoopbackServer, orjson_error, Proxy, ScriptedMcpHandler
 
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"p"}}'
 
@@ -62,8 +62,8 @@ def test_split_batch_answers_every_member(server, tmp_path):
         status, _, body = client.post(calls)
         client.close()
     assert status == 200
-    truncated = "body is not valid JSON: " + _orjson_error(b'{"jsonrpc":"2.0","id":4,"result":{"content":[{"ty')
-    html = "body is not valid JSON: " + _orjson_error(b"<html>oops</html>")
+    truncated = "body is not valid JSON: " + orjson_error(b'{"jsonrpc":"2.0","id":4,"result":{"content":[{"ty')
+    html = "body is not valid JSON: " + orjson_error(b"<html>oops</html>")
     assert json.loads(body) == [
         {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "a"}]}},
         {"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "mcpx: the server answered this batch member with "
@@ -90,12 +90,3 @@ def test_split_batch_answers_every_member(server, tmp_path):
         ("s2c", "", "answer-locally", "RPC-batch-request", None, f"batch member id=4: HTTP 200 (application/json), {truncated}: "
          "answered -32603 in the batch response"),
     ]
-
-
-def _orjson_error(data: bytes) -> str:
-    import orjson
-    try:
-        orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        return str(e)
-    raise AssertionError("parses")

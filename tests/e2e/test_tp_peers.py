@@ -21,13 +21,8 @@ pytestmark = pytest.mark.peers
 @pytest.fixture(scope="module")
 def servers():
     pl.require(pl.peers_missing() + pl.tp_missing())
-    ev = pl.start_everything_server()
-    py = pl.start_py_server()
-    stateless = pl.start_py_server(stateless=True, json_response=True)
-    yield {"everything": ev, "py": py, "py-stateless": stateless}
-    ev.stop()
-    py.stop()
-    stateless.stop()
+    with pl.three_servers() as servers:
+        yield servers
 
 
 @pytest.mark.parametrize("server", ["everything", "py", "py-stateless"])
