@@ -74,15 +74,20 @@ class ServerResponses:
         st = self.state
         if upstream.is_own(flow):
             return
-        exch, stream = st.forget(flow)
-        if exch is None or flow.response is None:
-            return
-        if exch.is_mcp:
-            try:
-                self._response(flow, exch, stream)
-            except Exception as e:  # never lose a message
-                st.rewriter.passthrough(exch, "s2c", f"internal error: {type(e).__name__}: {e}")
-        st.annotate(flow, exch)
+        # the flow stays live while its body is rewritten: a server request in a JSON answer is
+        # answered on the client's behalf for it (State.on_reply)
+        exch, stream = st.forget(flow, live=True)
+        try:
+            if exch is None or flow.response is None:
+                return
+            if exch.is_mcp:
+                try:
+                    self._response(flow, exch, stream)
+                except Exception as e:  # never lose a message
+                    st.rewriter.passthrough(exch, "s2c", f"internal error: {type(e).__name__}: {e}")
+            st.annotate(flow, exch)
+        finally:
+            st.done(flow)
 
     def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
         st = self.state

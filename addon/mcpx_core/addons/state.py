@@ -128,10 +128,17 @@ class State:
         self.exchanges[flow.id] = exch
         return exch
 
-    def forget(self, flow: http.HTTPFlow) -> tuple[Exchange | None, SSERewriter | None]:
-        """Drop the per-flow state of ``flow``; returns what was kept."""
-        self.flows.pop(flow.id, None)
+    def forget(self, flow: http.HTTPFlow, live: bool = False) -> tuple[Exchange | None, SSERewriter | None]:
+        """Drop the per-flow state of ``flow``; returns what was kept. ``live``: the flow stays
+        known as live (answers on the client's behalf can still be sent for it, :meth:`on_reply`)
+        until :meth:`done`."""
+        if not live:
+            self.flows.pop(flow.id, None)
         return self.exchanges.pop(flow.id, None), self.streams.pop(flow.id, None)
+
+    def done(self, flow: http.HTTPFlow) -> None:
+        """The end of :meth:`forget` with ``live``."""
+        self.flows.pop(flow.id, None)
 
     def keep_body(self, flow: http.HTTPFlow, side: str, body: bytes) -> None:
         """Keep up to ``mcpx_keep_original`` bytes of an original body on the flow (the views)."""
