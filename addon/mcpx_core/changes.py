@@ -74,7 +74,24 @@ class Summary:
         self.value = value
 
     def text(self) -> str:
-        return summarize(self.value)
+        v = self.value
+        return summarize(v.build() if v.__class__ is Rebuilt else v)
+
+
+class Rebuilt:
+    """A value a record shows, made again when the record is first read: ``fn(*args)`` of values
+    nothing changes after the record is logged (e.g. the replacement of a content block, built
+    from the replaced block, which the walk detached: :func:`mcpx_core.rules.content.content_miss`).
+    Stands for a :func:`snapshot` of the value at logging time, which costs a copy per record even
+    when nobody reads it (issue 16)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Callable[..., Any], *args: Any):
+        self.fn, self.args = fn, args
+
+    def build(self) -> Any:
+        return self.fn(*self.args)
 
 
 class _Text:

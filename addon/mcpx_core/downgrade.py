@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable, Literal
 
 from . import revisions
-from .changes import Change, Summary, maker, snapshot, summarize
+from .changes import Change, Rebuilt, Summary, maker, snapshot, summarize
 from .framing import json_body
 from .rules import REGISTRY, ids
 from .rules.api import DROP, Outcome, Reject, escape  # noqa: F401  (re-exported: the walk's vocabulary)
@@ -93,7 +93,10 @@ class Walk:
                 if before is not None:
                     before = Summary(before) if lazy and (detached or before.__class__ is str) else summarize(before)
                 if after is not None:
-                    after = Summary(after) if lazy and (detached or after.__class__ is str) else summarize(after)
+                    if lazy and (detached or after.__class__ is str):
+                        after = Summary(after)
+                    else:
+                        after = summarize(after.build() if after.__class__ is Rebuilt else after)
         make = self.make
         if make is None:
             change = Change(pointer, action, rule, before, after, detail, profile=profile)  # type: ignore[arg-type]
@@ -111,6 +114,16 @@ class Walk:
         if self.summaries is not None and len(self.changes) >= self.summaries:
             return value
         return snapshot(value) if self.lazy else value
+
+    def again(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """What a record shows of a value the walk changes after it is logged, when ``fn(*args)``
+        builds that value again from values nothing changes (the replaced block, detached): a
+        :class:`~mcpx_core.changes.Rebuilt`, built when the record is first read, to give
+        :meth:`log` as ``detached`` (no copy now, unlike :meth:`shown`); None when the next record
+        will not be described."""
+        if self.summaries is not None and len(self.changes) >= self.summaries:
+            return None
+        return Rebuilt(fn, *args)
 
     def fires(self, rule_id: str) -> bool:
         """Whether delta record ``rule_id`` fires for this receiver and direction."""

@@ -45,12 +45,16 @@ exactly one member (or several alike) becomes valid. Params that redeclare the b
 base ``_meta`` back, as the downgrade reads them (``downgrade._params_schema``).
 
 Cost (``bench``, validation alone, against ``orjson.loads`` of the same body): text results
-0.1x, image results 0.02x, ``tools/list`` of 1 KB tools 0.6x (about 6 us per tool). So every
-message is validated, except list results of :data:`LIST_CHECK_MIN` bytes or more whose bytes hold
-no ``null`` and no empty array (:func:`candidate`, two searches, about a third of their validation)
-and that lack no defaulted member: nothing in them could be repaired, and they are not checked
-(no REPAIR-invalid record). List results read an element at a time (``rewrite.SPLIT_MIN``, 16 MiB)
-are checked at the result level only: their elements are not validated.
+0.1x, image results 0.02x, ``tools/list`` of 1 KB tools 0.6x (about 6 us per tool), a tool result
+of many content-block unions (a ``resource_link`` every sixth block) 4x. So every message of less
+than :data:`CHECK_MIN` bytes is validated; a larger one only when its bytes hold a ``null`` or an
+empty array (:func:`candidate`, two searches, about 2 ms per MB), or it lacks a defaulted member
+(:func:`defaults_for`) of its own definition. Nothing else in it could be repaired: a default is
+read only at a definition that no :func:`defaults_for` entry reaches below the top
+(:func:`_defaults_below`; those are always validated). Such a message is not checked, and so gets
+no REPAIR-invalid record (issue 16: it is delivered as the downgrade left it either way). List
+results read an element at a time (``rewrite.SPLIT_MIN``, 16 MiB) are checked at the result level
+only: their elements are not validated.
 """
 
 from __future__ import annotations
@@ -626,9 +630,11 @@ def _by_shape(model: revisions.SchemaModel, result: dict, union: str) -> str:
 
 
 # -- the stage ---------------------------------------------------------------------------------
-#: list results of at least this many bytes are validated only when :func:`candidate` finds a
-#: repairable value in their bytes (or they lack a member :func:`defaults_for` gives)
-LIST_CHECK_MIN = 64 << 10
+#: messages of at least this many bytes (their source: a body, an SSE event's data) are validated
+#: only when :func:`candidate` finds a repairable value in their bytes, or they lack a member
+#: :func:`defaults_for` gives
+CHECK_MIN = 64 << 10
+LIST_CHECK_MIN = CHECK_MIN  # the name of rounds before issue 16, when only list results were spared
 _EMPTY_ARRAY = re.compile(rb"\[[ \t\r\n]*\]")
 
 
@@ -650,6 +656,35 @@ def is_list_result(definition: str) -> bool:
     return definition.startswith("List") and definition.endswith("Result")
 
 
+_BELOW: dict[tuple[str, str], bool] = {}
+
+
+def _defaults_below(revision: str, definition: str) -> bool:
+    """Whether a definition reachable from ``definition`` (through ``$ref``, not itself) has a
+    member :func:`defaults_for` gives: then a REPAIR-required-default may be needed below the top,
+    and its bytes cannot tell. False for every definition of 2024-11-05..2025-11-25 (no defaults)."""
+    key = (revision, definition)
+    hit = _BELOW.get(key)
+    if hit is None:
+        model = revisions.model(revision)
+        seen, todo, hit = {definition}, [model.defs.get(definition)], False
+        while todo and not hit:
+            node = todo.pop()
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str):
+                    name = model.ref_name(ref)
+                    if name not in seen:
+                        seen.add(name)
+                        hit = bool(defaults_for(name, revision))
+                        todo.append(model.defs.get(name))
+                todo.extend(v for k, v in node.items() if k != "$ref" and isinstance(v, (dict, list)))
+            elif isinstance(node, list):
+                todo.extend(v for v in node if isinstance(v, (dict, list)))
+        _BELOW[key] = hit
+    return hit
+
+
 def repair(message: dict, kind: str, method: str | None, to_rev: str, direction: str,
            source: bytes | memoryview | None = None, skip: list | None = None) -> list[Change]:
     """Repair ``message`` (mutated in place) for a ``to_rev`` receiver; returns the records:
@@ -658,8 +693,8 @@ def repair(message: dict, kind: str, method: str | None, to_rev: str, direction:
     valid.
 
     ``kind``: "request" | "notification" | "result" | "error"; ``method``: see :func:`target`;
-    ``source``: the bytes the message was parsed from (a body, an SSE event's data); a list result
-    of :data:`LIST_CHECK_MIN` bytes or more is validated only when they hold a :func:`candidate`
+    ``source``: the bytes the message was parsed from (a body, an SSE event's data); a message
+    of :data:`CHECK_MIN` bytes or more is validated only when they hold a :func:`candidate`
     (None: always validated); ``skip``: a list inside the message (the split array of a large
     body) that is validated as empty. Raises nothing for data problems."""
     if not revisions.is_known(to_rev):
@@ -670,7 +705,7 @@ def repair(message: dict, kind: str, method: str | None, to_rev: str, direction:
         return []
     name, where = tgt
     value = message.get(where) if where else message
-    if source is not None and len(source) >= LIST_CHECK_MIN and is_list_result(name) \
+    if source is not None and len(source) >= CHECK_MIN and not _defaults_below(to_rev, name) \
             and not (isinstance(value, dict) and _lacks_default(value, to_rev, name)) and not candidate(source):
         return []
     fn = Checker.of(to_rev).named(name)

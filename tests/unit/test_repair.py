@@ -207,15 +207,16 @@ def _tools(n: int, tail: bytes = b"") -> bytes:
     return b'{"jsonrpc":"2.0","id":1,"result":{"tools":[' + b",".join([tool] * n) + tail + b"]}}"
 
 
-def test_large_lists_are_validated_only_with_a_candidate(monkeypatch):
-    """A list result of LIST_CHECK_MIN bytes or more is validated only when its bytes hold null or an
-    empty array (or it lacks a defaulted member); every other message always is."""
+def test_large_messages_are_validated_only_with_a_candidate(monkeypatch):
+    """A message of CHECK_MIN bytes or more is validated only when its bytes hold null or an empty
+    array (or it lacks a defaulted member); every smaller message always is (issue 16: a 1 MB tool
+    result of content-block unions cost 4x its parse to validate)."""
     calls = []
     real = repair.Checker.named
     monkeypatch.setattr(repair.Checker, "named", lambda self, name: calls.append(name) or real(self, name))
     bad = b',{"inputSchema":{"type":"object"}}'  # no name: invalid, nothing to repair
     big = _tools(70, bad)
-    assert len(big) >= repair.LIST_CHECK_MIN
+    assert len(big) >= repair.CHECK_MIN == repair.LIST_CHECK_MIN
     out, exch = s2c(C, C, "tools/list", big)
     assert out is None and exch.changes == [] and calls == []  # not validated
     out, exch = s2c(C, C, "tools/list", big.replace(b'"description":"d', b'"title":null,"description":"d', 1))
@@ -225,8 +226,25 @@ def test_large_lists_are_validated_only_with_a_candidate(monkeypatch):
     calls.clear()
     out, exch = s2c(C, C, "tools/list", _tools(2, bad))  # small: always validated
     assert out is None and keys(exch) == [("/result/tools/2/name", "keep", "REPAIR-invalid")] and calls[:1] == ["ListToolsResult"]  # (then its definitions, the first time in this process)
-    out, exch = s2c(C, C, "tools/call", b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + b"x" * 100000 + b'"}],"isError":1}}')
-    assert out is None and keys(exch) == [("/result/isError", "keep", "REPAIR-invalid")]  # not a list: always
+    calls.clear()
+    text = b'{"type":"text","text":"' + b"x" * 100000 + b'"}'
+    call = b'{"jsonrpc":"2.0","id":1,"result":{"content":[' + text + b'],"isError":1}}'
+    out, exch = s2c(C, C, "tools/call", call)  # not a list result: the same rule
+    assert out is None and exch.changes == [] and calls == []
+    out, exch = s2c(C, C, "tools/call", call.replace(b'"isError"', b'"structuredContent":null,"isError"'))
+    assert out is None and keys(exch) == [("/result/isError", "keep", "REPAIR-invalid")]  # a null: validated
+    call = b'{"jsonrpc":"2.0","id":1,"result":{"content":[' + text + b'],"isError":false}}'
+    out, exch = s2c(E, E, "tools/call", call)  # 2026-07-28 CallToolResult lacks resultType: validated and repaired
+    assert out == call[:-2] + b',"resultType":"complete"}}'
+    assert keys(exch) == [("/result/resultType", "repair", "REPAIR-required-default")]
+
+
+def test_defaults_below_the_top():
+    """A definition that reaches a defaulted member below its top is always validated: its bytes
+    cannot tell a missing member (2026-07-28 unions of results); none before 2026-07-28."""
+    assert not repair._defaults_below(E, "CallToolResult") and not repair._defaults_below(E, "ListToolsResult")
+    assert repair._defaults_below(E, "ServerResult") and repair._defaults_below(E, "JSONRPCResultResponse")
+    assert not any(repair._defaults_below(C, n) for n in ("ServerResult", "JSONRPCResponse", "CallToolResult"))
 
 
 # -- split large lists: the result level only ---------------------------------------------------------

@@ -105,6 +105,19 @@ def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -
         new = {"type": "text", "text": text}
         walk.log(ptr, "rewrite", "CT-sampling-content-array", value, new)
         return new
+    new, rule = replacement(value, names, walk.options.get("audio"))
+    # the replaced block leaves the message untouched (its annotations/_meta were copied); the new
+    # one is walked next, so the record shows it as it is now: built again from the replaced block
+    # when the record is first read (no copy per record, issue 16)
+    walk.log(ptr, "rewrite", rule, value, walk.again(_replacement_block, value, names, walk.options.get("audio")), detached=True)
+    return new
+
+
+def replacement(value: dict, names: list, audio: Any = None) -> tuple[dict, str]:
+    """(the block that stands for ``value`` in a content union of member definitions ``names``,
+    the rule id): see the module docstring. ``audio``: the ``audio`` option ("embed" keeps an
+    audio block's bytes in an EmbeddedResource). The new block has its own copies of the replaced
+    one's ``annotations`` and ``_meta``; the same ``value`` always gives an equal block."""
     t = value.get("type")
     if t == "resource_link":
         if "EmbeddedResource" in names:
@@ -114,7 +127,7 @@ def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -
         rule = "CT-resource_link"
     elif t == "audio":
         data = value.get("data")
-        if walk.options.get("audio") == "embed" and "EmbeddedResource" in names and isinstance(data, str):
+        if audio == "embed" and "EmbeddedResource" in names and isinstance(data, str):
             digest = hashlib.sha256(data.encode()).hexdigest()[:16]
             new = {"type": "resource", "resource": {"uri": f"urn:mcpx:audio:{digest}", "mimeType": value.get("mimeType", "application/octet-stream"), "blob": data}}
         else:
@@ -126,11 +139,11 @@ def content_miss(walk: Walk, value: Any, ptr: str, members: list, names: list) -
     else:
         new = {"type": "text", "text": describe(value)}
         rule = ids.UNDEFINED
-    _carry(value, new)
-    # the replaced block leaves the message untouched (its annotations/_meta were copied); the new
-    # one is walked next, so the record shows a snapshot of it: both summaries can wait to be read
-    walk.log(ptr, "rewrite", rule, value, walk.shown(new), detached=True)
-    return new
+    return _carry(value, new), rule
+
+
+def _replacement_block(value: dict, names: list, audio: Any) -> dict:
+    return replacement(value, names, audio)[0]
 
 
 #: rule id of a block a host profile takes away
