@@ -128,15 +128,20 @@ def halves(result: Any) -> tuple[list[str], Any] | None:
     content = result.get("content")
     if not isinstance(content, list):
         return None
-    texts = []
-    for block in content:
-        if not isinstance(block, dict):
+    texts: list[str] = []
+    add = texts.append
+    for block in content:  # (once per block of every audited result: kept tight)
+        if block.__class__ is not dict and not isinstance(block, dict):
             continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif block.get("type") == "resource" and isinstance(block.get("resource"), dict) \
-                and isinstance(block["resource"].get("text"), str):
-            texts.append(block["resource"]["text"])
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                add(text)
+        elif kind == "resource":
+            res = block.get("resource")
+            if isinstance(res, dict) and isinstance(res.get("text"), str):
+                add(res["text"])
     if not texts:
         return None
     return texts, result["structuredContent"]
@@ -145,14 +150,26 @@ def halves(result: Any) -> tuple[list[str], Any] | None:
 _NOT_JSON = object()
 
 
+#: the first characters of a text that may be JSON (:func:`_as_json`): ``{``, ``[`` and whitespace
+_MAY_OPEN = frozenset({"{", "["} | {chr(i) for i in range(0x110000) if chr(i).isspace()})
+
+
 def _as_json(text: str) -> Any:
     """The JSON value a text block holds (it starts with ``{`` or ``[``), else :data:`_NOT_JSON`."""
-    if text[:64].lstrip()[:1] in ("{", "["):
+    if text[:1] in _MAY_OPEN and text[:64].lstrip()[:1] in ("{", "["):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
     return _NOT_JSON
+
+
+def _holds_json_of(parsed: list[Any], structured: Any) -> bool:
+    """Whether a text block is the JSON of the structured half (``parsed``: :func:`_as_json` of
+    each text). Most texts are not JSON: they are counted in one C call."""
+    if parsed.count(_NOT_JSON) == len(parsed):
+        return False
+    return any(p == structured for p in parsed if p is not _NOT_JSON)
 
 
 def _leaves(value: Any, ptr: str, out: list, budget: list[int], depth: int = 0) -> None:
@@ -293,7 +310,7 @@ def text_lacks(texts: list[str], structured: Any, parsed: list[Any] | None = Non
     and whether the bounds cut the comparison. ``parsed`` / ``leaves``: :func:`_as_json` of each
     text and :func:`_leaves` of ``structured``, when the caller has them already."""
     parsed = parsed if parsed is not None else [_as_json(t) for t in texts]
-    if any(p == structured for p in parsed if p is not _NOT_JSON):
+    if _holds_json_of(parsed, structured):
         return [], False
     if leaves is None:
         leaves = []
@@ -358,7 +375,7 @@ def _markers(text: str) -> list[str]:
 def _window(texts: list[str]) -> tuple[str, bool]:
     """The prose scanned for markers: all of ``texts`` (joined by line breaks), or the first and
     last :data:`MARKER_WINDOW` characters of it (and True: the middle is not compared)."""
-    total = sum(len(t) + 1 for t in texts)
+    total = sum(map(len, texts)) + len(texts)
     if total <= 2 * MARKER_WINDOW:
         return "\n".join(texts), False
     head, _ = _joined(texts, MARKER_WINDOW)
@@ -381,7 +398,7 @@ def structured_lacks(texts: list[str], structured: Any, parsed: list[Any] | None
     """Markers of the text half ``structured`` does not carry, in text order (each once), and
     whether the bounds cut the comparison (``parsed`` / ``leaves``: as for :func:`text_lacks`)."""
     parsed = parsed if parsed is not None else [_as_json(t) for t in texts]
-    if any(p == structured for p in parsed if p is not _NOT_JSON):
+    if _holds_json_of(parsed, structured):
         return [], False
     if leaves is None:
         leaves = []
@@ -423,9 +440,11 @@ def structured_lacks(texts: list[str], structured: Any, parsed: list[Any] | None
         if not ok:
             missing.append(tok)
 
-    prose = []
-    for text, value in zip(texts, parsed):
-        if value is not _NOT_JSON:  # a JSON text: its values and keys
+    if parsed.count(_NOT_JSON) != len(parsed):
+        for value in parsed:
+            if value is _NOT_JSON:
+                continue
+            # a JSON text: its values and keys (before the markers of the prose, as they come)
             for _, key, v in _json_leaves(value):
                 if isinstance(v, str) and v:
                     check(v)
@@ -436,15 +455,51 @@ def structured_lacks(texts: list[str], structured: Any, parsed: list[Any] | None
             for key in jkeys:
                 if key not in keys:
                     check(key)
-            continue
-        stripped = text.strip()
-        if stripped and len(stripped) <= len(joined) and stripped in joined:  # the whole text is in a string of the structured half
-            continue
-        prose.append(text)
+    prose = _prose(texts, parsed, joined)
     window, cut = _window(prose)
     for tok in _markers(window):
         check(tok)
     return missing, partial or cut
+
+
+def _prose(texts: list[str], parsed: list[Any], joined: str) -> list[str]:
+    """The texts that are prose (not JSON, and not found whole in ``joined``, the structured
+    half's strings), as much of them as :func:`_window` reads: all when they are short, else
+    enough from the start for its head and from the end for its tail (the middle is never
+    scanned: O(window), not O(texts), for a result of thousands of blocks)."""
+    n_joined = len(joined)
+
+    def prose(text: str) -> bool:
+        # the whole text in a string of the structured half carries nothing more. A text longer
+        # than those strings whose ends are not whitespace cannot be (no strip needed)
+        if len(text) <= n_joined or text[:1].isspace() or text[-1:].isspace():
+            stripped = text.strip()
+            if stripped and len(stripped) <= n_joined and stripped in joined:
+                return False
+        return True
+
+    front: list[str] = []
+    size, i, n = 0, 0, len(texts)
+    while i < n and size <= 2 * MARKER_WINDOW:  # past 2 windows, _window cuts: the head is in front
+        t = texts[i]
+        i += 1
+        if parsed[i - 1] is _NOT_JSON and prose(t):
+            front.append(t)
+            size += len(t) + 1
+    if i == n:
+        return front
+    back: list[str] = []
+    size, j = 0, n
+    while j > i:  # until the text where _window's tail starts (its loop from the end breaks there)
+        j -= 1
+        t = texts[j]
+        if parsed[j] is _NOT_JSON and prose(t):
+            back.append(t)
+            if size + len(t) >= MARKER_WINDOW:
+                break
+            size += len(t) + 1
+    back.reverse()
+    return front + back
 
 
 def _number(tok: str) -> float | None:
@@ -471,7 +526,7 @@ def audit(result: Any) -> Finding | None:
         return None
     texts, structured = both
     parsed = [_as_json(t) for t in texts]
-    if any(p == structured for p in parsed if p is not _NOT_JSON):
+    if _holds_json_of(parsed, structured):
         return None  # a text block is the JSON of the structured half (what the SDKs write)
     leaves: list = []
     _leaves(structured, "", leaves, [MAX_VALUES])

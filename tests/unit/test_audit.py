@@ -132,3 +132,40 @@ def test_structured_visible_leaves_what_it_cannot_change(structured, known, sche
 
 def test_finding_is_falsy_when_empty():
     assert not Finding() and Finding(structured_lacks=["x"])
+
+
+# -- issue 16: the prose scanned in O(window) -------------------------------------------------------
+def _prose_whole(texts, parsed, joined):
+    """The reference: every text that is prose (not JSON, not found whole in ``joined``)."""
+    out = []
+    for text, value in zip(texts, parsed):
+        stripped = text.strip()
+        if value is audit._NOT_JSON and not (stripped and len(stripped) <= len(joined) and stripped in joined):
+            out.append(text)
+    return out
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_TEXTS = st.lists(st.one_of(st.text(alphabet="ab \n\u2003=1X", max_size=40), st.text(alphabet="ab =", max_size=6),
+                            st.text(alphabet="ab =1X", min_size=300, max_size=2500),
+                            st.sampled_from(['{"a": 1}', " [1]", "ab", " ab ", "x=1"])), max_size=60)
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts=_TEXTS, joined=st.sampled_from(["", "ab", "ab x=1 ab", "a" * 3000]), window=st.sampled_from([8, 40, 200, None]))
+def test_prose_window_reads_what_the_whole_prose_gives(texts, joined, window):
+    """_prose keeps only the texts _window reads (its head and tail) of a long text half: the window,
+    and whether it was cut, are those of the whole prose (small windows: every edge is crossed)."""
+    parsed = [audit._as_json(t) for t in texts]
+    with pytest.MonkeyPatch.context() as mp:
+        if window is not None:
+            mp.setattr(audit, "MARKER_WINDOW", window)
+        assert audit._window(audit._prose(texts, parsed, joined)) == audit._window(_prose_whole(texts, parsed, joined))
+
+
+def test_as_json_first_characters():
+    """The fast test of a text's first character lets through what lstrip would (any whitespace);
+    orjson then decides (JSON whitespace only: an em space before ``[`` is not JSON)."""
+    for text, is_json in (('{"a":1}', True), ("\u2003[1]", False), ("\r\n[1]", True), ("\n\t {}", True), ("x{}", False), ("", False), (" x", False)):
+        assert (audit._as_json(text) is not audit._NOT_JSON) == is_json
