@@ -70,6 +70,9 @@ _WORD = re.compile(r"\w(?:[\w\-.@/:#]*\w)?")
 _WITH_UNIT = re.compile(r"(-?\d+(?:\.\d+)?)(?:%|°[CF]?|[A-Za-zµ]{1,3})")
 #: a whitespace-separated token with a digit, a capital or one of _ = / @ # in it (found from its start only: linear)
 _CANDIDATE = re.compile(r"(?<!\S)\S*?[0-9A-Z_=/@#]\S*")
+#: what makes a token a :data:`_CANDIDATE` (:func:`_markers` splits the text, then searches each token:
+#: the same tokens in two thirds of the time)
+_CANDIDATE_CHAR = re.compile(r"[0-9A-Z_=/@#]")
 _DATA_CHARS = re.compile(r"[0-9_=/@#]|[A-Za-z0-9][-.][A-Za-z0-9]")
 
 
@@ -363,7 +366,8 @@ def _is_marker(token: str) -> bool:
 
 def _markers(text: str) -> list[str]:
     out = []
-    for tok in _CANDIDATE.findall(text):  # tokens with a digit, capital or data character: plain words never reach Python
+    has = _CANDIDATE_CHAR.search
+    for tok in [t for t in text.split() if has(t)]:  # _CANDIDATE.findall(text): tokens with a digit, capital or data character
         tok = tok.strip(".:!?,;()[]{}<>\"'`")
         if tok.startswith("#") and tok[1:].isdigit():
             tok = tok[1:]

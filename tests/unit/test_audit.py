@@ -169,3 +169,11 @@ def test_as_json_first_characters():
     orjson then decides (JSON whitespace only: an em space before ``[`` is not JSON)."""
     for text, is_json in (('{"a":1}', True), ("\u2003[1]", False), ("\r\n[1]", True), ("\n\t {}", True), ("x{}", False), ("", False), (" x", False)):
         assert (audit._as_json(text) is not audit._NOT_JSON) == is_json
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("aZ9 _=\n\t/@#.-é\u00a0\u2003\x1c\x85xq"), max_size=60))
+def test_marker_tokens_are_the_candidate_pattern(text):
+    """_markers splits on whitespace and searches each token: the tokens _CANDIDATE finds (every kind of whitespace)."""
+    has = audit._CANDIDATE_CHAR.search
+    assert [t for t in text.split() if has(t)] == audit._CANDIDATE.findall(text)

@@ -52,11 +52,14 @@ def _starts(value) -> str:
 
 
 def _carries_json(content: list, value) -> bool:
+    """Whether a text block of ``content`` is the JSON of ``value`` (no leading whitespace). Runs
+    over every block of a result with structuredContent: a block's first character is tested
+    before anything is parsed."""
     starts = _starts(value)
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
+        if block.__class__ is dict or isinstance(block, dict):
             text = block.get("text")
-            if isinstance(text, str) and text and text[0] in starts:
+            if text.__class__ is str and text[:1] in starts and text and block.get("type") == "text":
                 try:
                     if orjson.loads(text) == value:
                         return True
