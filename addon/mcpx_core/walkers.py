@@ -152,6 +152,9 @@ class Plans:
         else:
             mode = "none"
         extra_fn = self.node(extra, typ) if mode == "walk" else None
+        #: (key, parent, direction) -> the rule id Walk.field_rule gives a dropped key here (a pure
+        #: function of them for this typ and receiver); bounded: parents can be data (map keys)
+        drop_rules: dict[tuple[str, str, str], str] = {}
 
         def obj(walk: Walk, value: dict, ptr: str) -> dict:
             if superset(value):
@@ -175,7 +178,16 @@ class Plans:
                 kptr = f"{ptr}/{escape(key)}"
                 if mode == "drop":
                     if walk.policy == "strict":
-                        walk.log(kptr, "drop", walk.field_rule(typ, key, kptr), value[key], detached=True)
+                        parent = ptr.rpartition("/")[2]  # what Walk.field_rule reads of kptr (an index: none)
+                        if parent.isdigit():
+                            parent = ""
+                        memo = (key, parent, walk.direction)
+                        rule = drop_rules.get(memo)
+                        if rule is None:
+                            if len(drop_rules) >= 4096:
+                                drop_rules.clear()
+                            rule = drop_rules[memo] = walk.field_rule(typ, key, kptr)
+                        walk.log(kptr, "drop", rule, value[key], detached=True)
                         del value[key]
                 elif mode == "open":
                     # open object: tolerated; a delta record naming exactly this field is logged as kept

@@ -106,12 +106,38 @@ def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     return value
 
 
+class _ToolTarget:
+    """What :func:`tool_definition` reads of the receiver's Tool schema, read once per schema (it
+    runs once per tool of every list: issue 16)."""
+
+    __slots__ = ("props", "title_moves", "pinned")
+
+    def __init__(self, walk: Walk, target: dict):
+        props = self.props = target.get("properties") or {}
+        self.title_moves = False  # a title the target lacks moves into annotations.title
+        if "title" not in props and "annotations" in props:
+            ann = walk.model.resolve(props["annotations"]["$ref"])[1] if "$ref" in props["annotations"] else props["annotations"]
+            self.title_moves = "title" in (ann.get("properties") or {})
+        osch = props.get("outputSchema")
+        self.pinned = ((osch.get("properties") or {}).get("type") or {}).get("const") if osch is not None else None
+
+
+_TOOL_TARGETS: dict[int, tuple[dict, _ToolTarget]] = {}
+
+
+def _tool_target(walk: Walk, target: dict) -> _ToolTarget:
+    hit = _TOOL_TARGETS.get(id(target))
+    if hit is None or hit[0] is not target:  # (the schema is held, so its id stays its own)
+        hit = _TOOL_TARGETS[id(target)] = (target, _ToolTarget(walk, target))
+    return hit[1]
+
+
 def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
-    props = target.get("properties") or {}
-    if value.get("title") is not None and "title" not in props and "annotations" in props:  # (a null title: absent)
-        ann_name, ann = walk.model.resolve(props["annotations"]["$ref"]) if "$ref" in props["annotations"] else (None, props["annotations"])
+    tt = _tool_target(walk, target)
+    props = tt.props
+    if tt.title_moves and value.get("title") is not None:  # (a null title: absent)
         annotations = value.get("annotations")
-        if "title" in (ann.get("properties") or {}) and (annotations is None or annotations == [] or isinstance(annotations, dict)):
+        if annotations is None or annotations == [] or isinstance(annotations, dict):
             if annotations == [] or (annotations is None and "annotations" in value):
                 # wire-format values with one meaning (mcpx_core/repair.py): [] is {}, null is absent;
                 # read so here, where the title moves into them
@@ -132,9 +158,8 @@ def tool_definition(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
                 annotations["title"] = title
                 walk.log(f"{ptr}/title", "rewrite", "TOOL-title", title, f"{ptr}/annotations/title", raw=False)
     out = value.get("outputSchema")
-    osch = props.get("outputSchema")
-    if out is not None and osch is not None:
-        pinned = ((osch.get("properties") or {}).get("type") or {}).get("const")
+    if out is not None:
+        pinned = tt.pinned
         if pinned is not None and (not isinstance(out, dict) or out.get("type") != pinned):
             walk.log(f"{ptr}/outputSchema", "drop", "TOOL-outputSchema-any", out)
             del value["outputSchema"]
