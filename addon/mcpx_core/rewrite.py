@@ -16,6 +16,7 @@ byte for byte and one ``passthrough`` record says why.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -51,6 +52,12 @@ VERSION_BRIDGE_RULE = "MCPX-version-bridge"
 SPLIT_MIN = 16 << 20
 #: at most this many message entries and change records are kept per flow (``Exchange.messages``,
 #: ``Exchange.changes``), so a long SSE stream does not grow memory; the rest are counted
+#: bodies and SSE events of at least this many bytes are rewritten with Python's cyclic garbage
+#: collector paused (``gc.disable`` until the rewrite returns; issue 16). Their rewrite allocates
+#: hundreds of thousands of containers, which set off collections of older generations, whose
+#: cost grows with everything mitmproxy holds. What it leaves behind is collected by the next collection.
+#: Measured (1 MB rewrite-heavy result, a heap of 1,000,000 other objects): 35.1 -> 24.7 ms mean.
+GC_PAUSE_MIN = 256 << 10
 FLOW_KEEP_MAX = 1000
 
 
@@ -636,7 +643,17 @@ class Rewriter:
         """Rewrite a (JSON) response body; None means forward it unchanged. ``content_type``: the
         response's Content-Type (None: not known, taken for JSON). A body that does not parse gets
         a passthrough record only when the exchange is MCP and the Content-Type declares JSON: an
-        HTML error page (a wrong path) is not MCP traffic, and gets no record."""
+        HTML error page (a wrong path) is not MCP traffic, and gets no record. A body of
+        :data:`GC_PAUSE_MIN` bytes or more is rewritten with the cyclic garbage collector paused."""
+        if len(body) >= GC_PAUSE_MIN and gc.isenabled():
+            gc.disable()
+            try:
+                return self._response_json(exch, body, content_type)
+            finally:
+                gc.enable()
+        return self._response_json(exch, body, content_type)
+
+    def _response_json(self, exch: Exchange, body: bytes, content_type: str | None) -> bytes | None:
         split = self._split(exch, body)
         if split is not None:
             out, changed = self._s2c_messages(exch, [split.skeleton], split, body)
@@ -691,7 +708,17 @@ class Rewriter:
         return SSERewriter(self, exch)
 
     def sse_event(self, exch: Exchange, ev: Event) -> bytes:
-        """The bytes to deliver for one SSE event."""
+        """The bytes to deliver for one SSE event (one of :data:`GC_PAUSE_MIN` bytes or more: with
+        the cyclic garbage collector paused, as :meth:`response_json`)."""
+        if ev.payload is not None and len(ev.payload) >= GC_PAUSE_MIN and gc.isenabled():
+            gc.disable()
+            try:
+                return self._sse_event(exch, ev)
+            finally:
+                gc.enable()
+        return self._sse_event(exch, ev)
+
+    def _sse_event(self, exch: Exchange, ev: Event) -> bytes:
         from_rev, to_rev = exch.revisions
         if ev.oversize:
             if ev.oversize == 1:
