@@ -151,6 +151,19 @@ class LoopbackServer:
         self.httpd.server_close()
 
 
+def serve(handler, *emptied: str):
+    """The body of a scripted server's fixture (``yield from serve(Handler, "seen")``): the class
+    lists of ``handler`` named in ``emptied`` emptied, a :class:`LoopbackServer` started, its port
+    yielded, the server stopped after the test."""
+    for name in emptied:
+        setattr(handler, name, [])
+    srv = LoopbackServer(handler)
+    try:
+        yield srv.port
+    finally:
+        srv.stop()
+
+
 import http.server as _http_server  # noqa: E402
 
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
 
 BIG = 184467440737095516170000
 BIG_BYTES = b"184467440737095516170000"
@@ -62,18 +62,12 @@ class Legacy(ScriptedMcpHandler):
 
 @pytest.fixture
 def modern():
-    Modern.seen = []
-    srv = LoopbackServer(Modern)
-    yield srv.port
-    srv.stop()
+    yield from serve(Modern, "seen")
 
 
 @pytest.fixture
 def legacy():
-    Legacy.seen = []
-    srv = LoopbackServer(Legacy)
-    yield srv.port
-    srv.stop()
+    yield from serve(Legacy, "seen")
 
 
 def test_legacy_client_bridge_keeps_a_big_id_exact(modern, tmp_path):

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from proxy_lib import Client, LoopbackServer, orjson_error, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, orjson_error, Proxy, ScriptedMcpHandler, serve
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "fail26", "version": "1"}}
@@ -45,10 +45,7 @@ class Legacy(ScriptedMcpHandler):
 
 @pytest.fixture
 def server():
-    Legacy.seen = []
-    srv = LoopbackServer(Legacy)
-    yield srv.port
-    srv.stop()
+    yield from serve(Legacy, "seen")
 
 
 def _call(client, rid, name):

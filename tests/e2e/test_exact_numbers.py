@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
 
 BIG = 123456789012345678901234567890
 BIG_BYTES = b"123456789012345678901234567890"
@@ -50,10 +50,7 @@ class Handler(ScriptedMcpHandler):
 
 @pytest.fixture
 def server():
-    Handler.seen = []
-    srv = LoopbackServer(Handler)
-    yield srv.port
-    srv.stop()
+    yield from serve(Handler, "seen")
 
 
 def test_big_integers_survive_batch_reassembly_and_local_answers(server, tmp_path):

@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from conftest import load_cases
-from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler, sse_events
+from proxy_lib import Client, Proxy, ScriptedMcpHandler, sse_events, serve
 
 CASES = {c["id"]: c for c in load_cases()}
 BAD_LIST = b'{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","properties":["a"]}}]}}'
@@ -85,10 +85,7 @@ class Handler(ScriptedMcpHandler):
 
 @pytest.fixture
 def server():
-    Handler.received = []
-    srv = LoopbackServer(Handler)
-    yield srv.port
-    srv.stop()
+    yield from serve(Handler, "received")
 
 
 def test_repair_cases_live(server, tmp_path):

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
 
 ELICIT = {"jsonrpc": "2.0", "id": "srv-7", "method": "elicitation/create",
           "params": {"message": "Which file?", "requestedSchema": {"type": "object", "properties": {"f": {"type": "string"}}}}}
@@ -31,15 +31,9 @@ class Handler(ScriptedMcpHandler):
     REVISION = "2025-06-18"
     seen: list = []
 
-    def do_POST(self):
-        raw = self.rfile.read(int(self.headers["content-length"]))
-        body = json.loads(raw)
-        if isinstance(body, dict) and body.get("method") == "initialize":
-            self.rfile = __import__("io").BytesIO(raw)  # let the base class read it again
-            self.headers.replace_header("content-length", str(len(raw)))
-            return super().do_POST()
+    def answer(self, body):
         Handler.seen.append((dict(self.headers), body))
-        if isinstance(body, dict) and body.get("method") == "tools/call":
+        if body.get("method") == "tools/call":
             self.send_json(json.dumps([ELICIT, RESULT]).encode())
         else:
             self.send_accepted()
@@ -47,10 +41,7 @@ class Handler(ScriptedMcpHandler):
 
 @pytest.fixture
 def server():
-    Handler.seen = []
-    srv = LoopbackServer(Handler)
-    yield srv.port
-    srv.stop()
+    yield from serve(Handler, "seen")
 
 
 def test_server_request_in_a_json_answer_is_answered_upstream(server, tmp_path):

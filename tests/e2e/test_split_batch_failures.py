@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from proxy_lib import Client, LoopbackServer, orjson_error, Proxy, ScriptedMcpHandler
+from proxy_lib import Client, orjson_error, Proxy, ScriptedMcpHandler, serve
 
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"p"}}'
 
@@ -49,9 +49,7 @@ class Handler(ScriptedMcpHandler):
 
 @pytest.fixture
 def server():
-    srv = LoopbackServer(Handler)
-    yield srv.port
-    srv.stop()
+    yield from serve(Handler)
 
 
 def test_split_batch_answers_every_member(server, tmp_path):
