@@ -33,6 +33,7 @@ from .bridge.era import EraCache
 from .disposition import AnswerLocally, Bridge, Disposition, Forward, MintSession, NeedEra, SplitBatch
 from .downgrade import Outcome, classify, downgrade, split_path
 from .framing import json_body
+from .framing.encoding import DecodeFailed
 from .framing.sse import Event, SSEParser
 from .rules import ids
 from .rules.headers import request_headers
@@ -775,7 +776,9 @@ class Rewriter:
 class SSERewriter:
     """A ``flow.response.stream`` callable: feed raw chunks, get rewritten bytes; ``b""`` ends it.
 
-    ``decoder`` (optional) undoes the Content-Encoding chunk by chunk. ``original`` and
+    ``decoder`` (optional) undoes the Content-Encoding chunk by chunk (framing/encoding.py); when a
+    chunk does not decode, the events decoded before the fault are delivered and nothing after
+    (:meth:`_undecodable`), with one passthrough record. ``original`` and
     ``delivered`` keep up to ``keep`` bytes of each side for inspection.
     """
 
@@ -786,6 +789,9 @@ class SSERewriter:
         self.decoder = decoder
         self.parser = SSEParser(max_event)  # events above max_event (mcpx_max_body) pass unbuffered
         self.finished = False
+        #: the encoding failed (:meth:`_undecodable`): nothing more is delivered
+        self.undecodable = False
+        self._received = 0  # compressed bytes decoded so far
         self.keep = keep
         self._original = _Kept(keep)
         self._delivered = _Kept(keep)
@@ -808,6 +814,9 @@ class SSERewriter:
     def __call__(self, chunk: bytes) -> bytes:
         if self.finished:
             return chunk
+        if self.undecodable:  # nothing after a fault in the encoding: the response ends when the server's does
+            self.finished = chunk == b""
+            return b""
         if chunk == b"":
             self.finished = True
             events, rest = self.parser.close()
@@ -817,12 +826,28 @@ class SSERewriter:
             try:
                 chunk = self.decoder(chunk)
             except Exception as e:  # not the encoding it claims: never crash the connection
-                self.rewriter.passthrough(self.exch, "s2c", f"content-encoding: body does not decode ({type(e).__name__}: {e}); "
-                                                            "the rest of the stream is forwarded as received")
-                self.finished = True
-                events, rest = self.parser.close()
-                return self._out(events, rest, b"") + raw
+                return self._undecodable(e)
+            self._received += len(raw)
         return self._out(self.parser.feed(chunk), b"", raw)
+
+    def _undecodable(self, e: Exception) -> bytes:
+        """The stream stopped decoding: the complete events of what still decoded (the failing
+        chunk's bytes before the fault, :class:`~mcpx_core.framing.encoding.DecodeFailed`), then
+        nothing. The client was told the stream is not encoded (``responseheaders`` removed
+        Content-Encoding), so the compressed bytes that follow would be garbage to it; an event the
+        fault cut short is held back (a direct client's decoder would fail before it too)."""
+        failed = e if isinstance(e, DecodeFailed) else DecodeFailed(e)
+        self.undecodable = True
+        events = self.parser.feed(failed.partial)
+        more, rest = self.parser.close()
+        out = self._out(events + more, b"", b"")
+        self._original.add(rest)
+        unfinished = f"{len(rest)} decoded bytes of an unfinished event and " if rest else ""
+        self.rewriter.passthrough(self.exch, "s2c", f"content-encoding: SSE stream does not decode from compressed byte "
+                                                    f"{self._received + failed.at} on ({type(failed.error).__name__}: {failed.error}); "
+                                                    f"delivered: the complete events before it; not delivered: {unfinished}"
+                                                    "the rest of the stream (the client was told it is not encoded)")
+        return out
 
     def _out(self, events: list[Event], rest: bytes, raw: bytes) -> bytes:
         parts = []

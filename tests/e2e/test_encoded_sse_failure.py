@@ -1,0 +1,130 @@
+"""A compressed SSE answer whose decoding fails part way, through the real mitmdump.
+
+mcpx decodes a ``Content-Encoding``'d SSE stream as it streams and delivers it identity-encoded
+(the header is removed before the first byte goes out, framing/encoding.py). When the stream stops
+decoding, the client gets every complete event decoded before that point (the bytes of the failing
+read that still decode included), and nothing after it: never compressed bytes under an identity
+encoding. One ``passthrough`` record says from which compressed byte on nothing was delivered, why,
+and how many decoded bytes of an unfinished event were held back. The HTTP response ends when the
+server's does, and the connection stays usable.
+
+The upstream is a scripted stdlib server (proxy_lib.ScriptedMcpHandler): it only decides how the
+compressed bytes are corrupted and cut.
+"""
+from __future__ import annotations
+
+import time
+import zlib
+
+import brotli  # installed with mitmproxy
+import orjson
+import pytest
+
+from proxy_lib import Client, LoopbackServer, Proxy, ScriptedMcpHandler
+
+REV = "2025-03-26"  # both legs: nothing to rewrite, the delivered events are the decoded ones byte for byte
+PROGRESS = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n\n'
+RESULT = b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}\n\n'
+JUNK = b"\xff\xfe corrupted on the way \xff"  # 0xff: a deflate block of the reserved type 3; not brotli either
+
+
+def zlib_parts(wbits: int, *plain: bytes) -> list[bytes]:
+    """Each of ``plain`` compressed and flushed (Z_SYNC_FLUSH: decodable up to there), one stream."""
+    c = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return [c.compress(p) + c.flush(zlib.Z_SYNC_FLUSH) for p in plain]
+
+
+def br_parts(*plain: bytes) -> list[bytes]:
+    c = brotli.Compressor()
+    return [c.process(p) + c.flush() for p in plain]
+
+
+def zstd_parts(*plain: bytes) -> list[bytes]:
+    from backports import zstd  # mitmproxy's own zstd module on Python < 3.14
+    c = zstd.ZstdCompressor()
+    return [c.compress(p) + c.flush(zstd.ZstdCompressor.FLUSH_BLOCK) for p in plain]
+
+
+def case(name: str) -> tuple[str, list[bytes], int, int]:
+    """(Content-Encoding, chunks the server writes, compressed byte from which nothing decodes,
+    decoded bytes of an unfinished event held back)."""
+    half = RESULT[:40]
+    if name == "gzip-one-chunk":  # the first event, then corruption, in one read: what decodes is still delivered
+        a, = zlib_parts(31, PROGRESS)
+        return "gzip", [a + JUNK], len(a), 0
+    if name == "gzip-small-chunks":  # cut every 7 compressed bytes, as a slow link delivers them
+        a, = zlib_parts(31, PROGRESS)
+        data = a + JUNK
+        return "gzip", [data[i:i + 7] for i in range(0, len(data), 7)], len(a), 0
+    if name == "gzip-unfinished-event":  # the corruption falls inside the second event
+        a, b = zlib_parts(31, PROGRESS, half)
+        return "gzip", [a + b + JUNK + b"more"], len(a + b), len(half)
+    if name == "deflate":  # zlib-wrapped, as RFC 9110 8.4.1.2 defines it
+        a, = zlib_parts(zlib.MAX_WBITS, PROGRESS)
+        return "deflate", [a + JUNK], len(a), 0
+    if name == "deflate-raw":  # raw deflate, as some servers send it
+        a, = zlib_parts(-zlib.MAX_WBITS, PROGRESS)
+        return "deflate", [a + JUNK], len(a), 0
+    if name == "br":  # a brotli decoder gives nothing of a read that fails: the first event comes in a read of its own
+        a, = br_parts(PROGRESS)
+        return "br", [a, JUNK, b"more"], len(a), 0
+    if name == "zstd":  # the same for zstd
+        a, = zstd_parts(PROGRESS)
+        return "zstd", [a, JUNK], len(a), 0
+    raise AssertionError(name)
+
+
+CASES = ["gzip-one-chunk", "gzip-small-chunks", "gzip-unfinished-event", "deflate", "deflate-raw", "br", "zstd"]
+ERRORS = {"gzip": "error: Error -3 while decompressing data: invalid block type",
+          "deflate": "error: Error -3 while decompressing data: invalid block type",
+          "br": "error: brotli: decoder failed",
+          "zstd": "ZstdError: Unable to decompress Zstandard data: Data corruption detected"}
+
+
+class Handler(ScriptedMcpHandler):
+    SERVER_INFO = {"name": "encoded", "version": "1"}
+    SESSION = "encoded-1"
+    ENCODING = "gzip"
+    CHUNKS: list[bytes] = []
+
+    def answer(self, body):
+        if "id" not in body:
+            self.send_accepted()
+            return
+        if body["method"] == "ping":
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {}}))
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-encoding", self.ENCODING)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for c in self.CHUNKS:
+            self.chunk(c)
+            time.sleep(0.15)  # one read each
+        self.chunk(b"")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_stream_that_stops_decoding_delivers_what_decoded_and_nothing_compressed(tmp_path, name):
+    enc, chunks, at, held = case(name)
+    srv = LoopbackServer(type("H", (Handler,), {"ENCODING": enc, "CHUNKS": chunks}))
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            c = Client(px.port)
+            c.initialize(REV)
+            status, headers, body = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+            assert (status, headers["content-type"], "content-encoding" in headers) == (200, "text/event-stream", False)
+            assert body == PROGRESS
+            # the connection is intact: the next answer arrives whole
+            assert c.rpc({"jsonrpc": "2.0", "id": 2, "method": "ping"})[2] == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+            time.sleep(0.3)
+            unfinished = f"{held} decoded bytes of an unfinished event and " if held else ""
+            assert [(r["action"], r["rule"], r["direction"], r["session"], r["detail"]) for r in px.changes()] == [
+                ("passthrough", "PASSTHROUGH-error", "s2c", px.handle(c.session),
+                 f"content-encoding: SSE stream does not decode from compressed byte {at} on ({ERRORS[enc]}); "
+                 f"delivered: the complete events before it; not delivered: {unfinished}the rest of the stream "
+                 "(the client was told it is not encoded)")]
+            c.close()
+    finally:
+        srv.stop()

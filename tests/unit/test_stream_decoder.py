@@ -1,0 +1,68 @@
+"""Streamed Content-Encoding decoders (framing/encoding.py) that fail part way: where, and what still
+decoded; and what the SSE stream rewriter delivers then (nothing compressed, nothing after)."""
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import brotli
+import pytest
+
+from mcpx_core.framing.encoding import DecodeFailed, stream_decoder
+from mcpx_core.rewrite import Exchange, Rewriter
+from mcpx_core.session import SessionTracker
+
+EV1 = b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"one"}}\n\n'
+EV2 = b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'
+
+
+def flushed(*plain: bytes, wbits: int = 31) -> list[bytes]:
+    c = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    return [c.compress(p) + c.flush(zlib.Z_SYNC_FLUSH) for p in plain]
+
+
+def test_gzip_fault_found_to_the_byte_with_what_decoded_before_it():
+    a, b = flushed(EV1, EV2[:10])
+    d = stream_decoder("gzip")
+    assert d(a[:5]) == b""
+    with pytest.raises(DecodeFailed) as e:
+        d(a[5:] + b + b"\xff" + b"tail")
+    assert (e.value.at, e.value.partial) == (len(a) - 5 + len(b), EV1 + EV2[:10])
+    assert str(e.value) == "error: Error -3 while decompressing data: invalid block type"
+
+
+def test_a_decoder_without_a_copy_decodes_nothing_of_the_failing_chunk():
+    with pytest.raises(DecodeFailed) as e:
+        stream_decoder("br")(brotli.compress(EV1)[:-1] + b"\xff\xff")
+    assert (e.value.at, e.value.partial, type(e.value.error).__name__) == (0, b"", "error")
+
+
+def test_an_inner_encoding_that_fails_passes_on_what_it_decoded():
+    """``Content-Encoding: gzip, br``: gzip applied first, br last; the gzip data is corrupt after EV1."""
+    a, = flushed(EV1)
+    wire = brotli.compress(a + b"\xff" + b"rest")
+    with pytest.raises(DecodeFailed) as e:
+        stream_decoder("gzip, br")(wire)
+    assert (e.value.at, e.value.partial) == (0, EV1)  # where in the outer (br) bytes: not known
+    assert stream_decoder("gzip, br")(brotli.compress(gzip.compress(EV2))) == EV2
+
+
+def test_the_stream_rewriter_delivers_complete_events_then_nothing():
+    store = SessionTracker()
+    s = store.create("k")
+    s.server_rev = s.client_rev = "2025-06-18"
+    rw, exch = Rewriter(store), Exchange(flow_id="f", session=s, is_mcp=True)
+    a, b = flushed(EV1, EV2[:10])
+    stream = rw.sse(exch)
+    stream.decoder = stream_decoder("gzip")
+    assert stream(a[:4]) == b""
+    assert stream(a[4:] + b + b"\xffgarbage") == EV1
+    assert stream(b"more compressed bytes") == b""  # swallowed: never compressed bytes to the client
+    assert not stream.finished
+    assert stream(b"") == b"" and stream.finished
+    assert (stream.original, stream.delivered) == (EV1 + EV2[:10], EV1)
+    assert [(c.action, c.detail) for c in exch.changes] == [
+        ("passthrough", f"content-encoding: SSE stream does not decode from compressed byte {len(a + b)} on "
+                        "(error: Error -3 while decompressing data: invalid block type); delivered: the complete events "
+                        "before it; not delivered: 10 decoded bytes of an unfinished event and the rest of the stream "
+                        "(the client was told it is not encoded)")]
