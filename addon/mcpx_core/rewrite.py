@@ -659,10 +659,15 @@ class Rewriter:
         if split is not None:
             out, changed = self._s2c_messages(exch, [split.skeleton], split, body)
             return self._split_out(exch, split, out, body) if changed else None
-        parsed = self._parse(exch, body, "s2c", exch.is_mcp and (content_type is None or declares_json(content_type)))
+        looks_mcp = exch.is_mcp and (content_type is None or declares_json(content_type))
+        parsed = self._parse(exch, body, "s2c", looks_mcp)
         if parsed is None:
+            if not body and looks_mcp and exch.request_ids:  # (a 202 to notifications has nothing to answer)
+                self.passthrough(exch, "s2c", "body is empty: holds no JSON-RPC 2.0 message")
             return self._raw_ids_back(exch, body) if exch.id_map and body else None
-        if not exch.is_mcp and not any(classify(m) for m in parsed.messages):
+        if not any(classify(m) for m in parsed.messages) and not (exch.is_mcp and exch.late_answers and parsed.batch):
+            if looks_mcp:  # ({}, [], "jsonrpc": "1.0", an HTTP error's own JSON): as for a client POST
+                self.passthrough(exch, "s2c", "body holds no JSON-RPC 2.0 message")
             return None
         out, changed = self._s2c_messages(exch, parsed.messages, source=body)
         if exch.late_answers and parsed.batch:
@@ -760,6 +765,8 @@ class Rewriter:
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
         one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)  # RPC-batch-response
         if not (changed or one_per_event):
+            if not any(classify(m) for m in messages):
+                self.passthrough(exch, "s2c", "SSE event data holds no JSON-RPC 2.0 message")
             return ev.raw
         if batch and not one_per_event:
             payloads = [self._write(exch, "s2c", out, ev.payload, "SSE event: ")] if out else []
@@ -820,7 +827,11 @@ class SSERewriter:
         if chunk == b"":
             self.finished = True
             events, rest = self.parser.close()
-            return self._out(events, rest, b"")
+            out = self._out(events, rest, b"")
+            if rest:  # never dispatched by an SSE client (WHATWG HTML 9.2.6: discarded at the end of the stream)
+                self.rewriter.passthrough(self.exch, "s2c", f"SSE stream ends inside an event (no blank line after it): "
+                                                            f"its {len(rest)} bytes forwarded untouched")
+            return out
         raw = chunk
         if self.decoder is not None:
             try:

@@ -216,7 +216,7 @@ def test_corrupt_encoded_sse(px, fs, released):
     (before: "mitmproxy has crashed!", the client hung, the flow's state leaked). Its Content-Encoding
     was already removed (the stream is delivered decoded): the client gets no compressed byte (before:
     the server's bytes, read as identity-encoded garbage), the response ends when the server's does,
-    and a passthrough record says why (tests/e2e/test_encoded_sse_failure.py: a fault after events)."""
+    and a passthrough record says why (tests/e2e/test_encoding_failures.py: a fault after events)."""
     c = client(px)
     st, headers, got = c.post(call("encoded", 14, encoding="gzip", sse=True, corrupt=True))
     assert (st, got, "content-encoding" in headers) == (200, b"", False)

@@ -65,10 +65,11 @@ class ClientRequests:
             req.headers["content-length"] = str(len(req.raw_content))
         body = req.raw_content if req.method == "POST" else None
         too_big = (len(body) if body else 0) > st.max_body or (req.method == "POST" and req.stream is True)
+        undecodable = None
         if too_big:
             body = None
         elif body is not None and hv.get("content-encoding"):
-            body = _decoded(req)
+            body, undecodable = _decoded(req)
         live = st.sender.available(flow)
         try:
             disposition = st.rewriter.request(exch, req.method, body, names, live=live, all_headers=req.headers)
@@ -83,6 +84,9 @@ class ClientRequests:
             self._oversize(flow, exch)
         match disposition:
             case Forward(body=new, set_headers=sets, remove_headers=removes):
+                if undecodable is not None and (exch.is_mcp or media_type(hv) == "application/json"):
+                    exch.is_mcp = True
+                    st.rewriter.passthrough(exch, "c2s", f"content-encoding: body does not decode ({undecodable}); forwarded untouched")
                 _edit_headers(req, sets, removes)
                 if new is not None:
                     st.keep_body(flow, "request", req.get_content(strict=False) or b"")
@@ -167,8 +171,20 @@ def _edit_headers(req: http.Request, sets: dict[str, str], removes: tuple[str, .
         req.headers[name] = value
 
 
-def _decoded(message: http.Message) -> bytes | None:
+#: modules of the decoders whose error messages never quote the data (zlib, brotli, zstd)
+_DECODER_MODULES = ("zlib", "brotli", "_brotli", "backports.zstd", "compression.zstd", "_zstd")
+
+
+def _decoded(message: http.Message) -> tuple[bytes | None, str | None]:
+    """(the body decoded as its Content-Encoding says, None) or (None, why it does not decode). The
+    reason is the decoder's error (mitmproxy's own message quotes the body's first bytes: not
+    logged); an error of another kind (an unknown or text codec) is named by its type only."""
     try:
-        return message.get_content(strict=True)
-    except ValueError:
-        return None
+        return message.get_content(strict=True), None
+    except ValueError as e:
+        cause = e.__context__
+        while cause is not None and type(cause).__module__ not in _DECODER_MODULES:
+            cause = cause.__context__
+        if cause is not None:
+            return None, f"{type(cause).__name__}: {cause}"
+        return None, type(e.__context__ or e).__name__

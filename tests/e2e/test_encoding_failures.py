@@ -1,4 +1,5 @@
-"""A compressed SSE answer whose decoding fails part way, through the real mitmdump.
+"""Bodies whose Content-Encoding does not decode, through the real mitmdump: a compressed SSE answer
+that fails part way, and a client POST that does not decode.
 
 mcpx decodes a ``Content-Encoding``'d SSE stream as it streams and delivers it identity-encoded
 (the header is removed before the first byte goes out, framing/encoding.py). When the stream stops
@@ -8,11 +9,15 @@ encoding. One ``passthrough`` record says from which compressed byte on nothing 
 and how many decoded bytes of an unfinished event were held back. The HTTP response ends when the
 server's does, and the connection stays usable.
 
+A client POST whose Content-Encoding does not decode reaches the server byte for byte (its session
+id translated as for any request), and one ``passthrough`` record says why.
+
 The upstream is a scripted stdlib server (proxy_lib.ScriptedMcpHandler): it only decides how the
 compressed bytes are corrupted and cut.
 """
 from __future__ import annotations
 
+import gzip
 import time
 import zlib
 
@@ -81,11 +86,24 @@ ERRORS = {"gzip": "error: Error -3 while decompressing data: invalid block type"
           "zstd": "ZstdError: Unable to decompress Zstandard data: Data corruption detected"}
 
 
+UNREADABLE = b"cannot read this body"
+
+
 class Handler(ScriptedMcpHandler):
     SERVER_INFO = {"name": "encoded", "version": "1"}
     SESSION = "encoded-1"
     ENCODING = "gzip"
     CHUNKS: list[bytes] = []
+    #: (Mcp-Session-Id, Content-Encoding, body) of each POST with a Content-Encoding
+    received: list[tuple] = []
+
+    def do_POST(self):
+        if self.headers.get("content-encoding"):
+            raw = self.rfile.read(int(self.headers["content-length"]))
+            Handler.received.append((self.headers.get("mcp-session-id"), self.headers["content-encoding"], raw))
+            self.answer({"jsonrpc": "2.0", "id": None, "method": "echo"})
+            return
+        super().do_POST()
 
     def answer(self, body):
         if "id" not in body:
@@ -93,6 +111,13 @@ class Handler(ScriptedMcpHandler):
             return
         if body["method"] == "ping":
             self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {}}))
+            return
+        if body["method"] == "echo":  # a compressed body it could not read
+            self.send_response(415)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(len(UNREADABLE)))
+            self.end_headers()
+            self.wfile.write(UNREADABLE)
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -125,6 +150,40 @@ def test_a_stream_that_stops_decoding_delivers_what_decoded_and_nothing_compress
                  f"content-encoding: SSE stream does not decode from compressed byte {at} on ({ERRORS[enc]}); "
                  f"delivered: the complete events before it; not delivered: {unfinished}the rest of the stream "
                  "(the client was told it is not encoded)")]
+            c.close()
+    finally:
+        srv.stop()
+
+
+#: a gzip header, then deflate data of the reserved block type: what mitmproxy's decoder reads as zlib's error
+NOT_GZIP = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff" + b'{"jsonrpc":"2.0","id":3,"method":"ping"}'
+
+
+PING = b'{"jsonrpc":"2.0","id":3,"method":"ping"}'
+
+
+@pytest.mark.parametrize("enc,body,why", [
+    ("gzip", NOT_GZIP, "error: Error -3 while decompressing data: invalid block type"),
+    ("gzip", PING, "error: Error -3 while decompressing data: incorrect header check"),
+    ("deflate", PING, "error: Error -3 while decompressing data: invalid distance too far back"),
+    ("br", b"\xff\xff not brotli", "error: brotli: decoder failed"),
+    ("zstd", b"\xff\xff not zstd", "ZstdError: Unable to decompress Zstandard data: Unknown frame descriptor"),
+], ids=["gzip-invalid-block", "gzip-not-gzip", "deflate", "br", "zstd"])
+def test_a_client_post_that_does_not_decode_is_forwarded_with_a_record(tmp_path, enc, body, why):
+    """Before: forwarded as it came, with no record (the body was simply not read)."""
+    Handler.received = []
+    srv = LoopbackServer(Handler)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            c = Client(px.port)
+            c.initialize(REV)
+            status, _, answer = c.post(None, {"content-encoding": enc}, raw=body)
+            assert (status, answer) == (415, UNREADABLE)
+            assert Handler.received == [("encoded-1", enc, body)]
+            time.sleep(0.3)
+            assert [(r["action"], r["rule"], r["direction"], r["session"], r["detail"]) for r in px.changes()] == [
+                ("passthrough", "PASSTHROUGH-error", "c2s", px.handle(c.session),
+                 f"content-encoding: body does not decode ({why}); forwarded untouched")]
             c.close()
     finally:
         srv.stop()
