@@ -33,7 +33,7 @@ import re
 from fractions import Fraction
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from . import revisions
 
@@ -49,6 +49,11 @@ _SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
 _NUMBER_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*")
 _DURATION_PART_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)")
 _COUNT_RE = re.compile(r"\s*([0-9]+)\s*")
+#: the least ``mcpx_max_body``: every session starts with an initialize exchange mcpx must read (its
+#: request and result; a few KiB even with long ``instructions``), and a body above ``mcpx_max_body``
+#: is not read. Below it (0 included: mitmproxy then streamed every body) mcpx announced itself active
+#: and passed every session through untouched, with a passthrough record per body.
+MIN_MAX_BODY = 64 << 10
 
 WHAT = {
     "size": "not a size (bytes, or a number with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)",
@@ -167,7 +172,7 @@ class Settings(BaseModel):
     max_body: Size = _opt(
         "64MiB", "size", "64MiB",
         "Largest body (and SSE event) mcpx parses; larger ones pass through untouched, with a record. "
-        "A size: bytes, or with a unit (64MiB, 64MB).")
+        "A size: bytes, or with a unit (64MiB, 64MB); at least 64KiB.")
     max_sessions: Count = _opt("10000", "count", "10000",
                                "Sessions kept in memory at most (oldest forgotten first; a sealed session is opened again from its token).")
     session_ttl: Duration = _opt(
@@ -217,6 +222,14 @@ class Settings(BaseModel):
     pin: Pins = _opt(
         (), "list", "old-client=2025-03-26",
         "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
+
+    @field_validator("max_body")
+    @classmethod
+    def _max_body_minimum(cls, v: int) -> int:
+        if v < MIN_MAX_BODY:
+            raise ValueError(f"less than {format_size(MIN_MAX_BODY)}, the least that holds a session's initialize exchange "
+                             "(mcpx must read it to rewrite anything)")
+        return v
 
     # -- the table -------------------------------------------------------------------------------
     @classmethod

@@ -24,6 +24,7 @@ from mcpx_core.settings import OptionError, Settings, format_duration, format_si
 from proxy_lib import ADDON, ROOT, Client, LoopbackServer, Proxy, ScriptedMcpHandler, free_port, mitmdump_bin
 
 SIZE_WHAT = "not a size (bytes, or a number with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+MIN_BODY_WHAT = "less than 64KiB, the least that holds a session's initialize exchange (mcpx must read it to rewrite anything)"
 STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\.\d\d\d\] ")
 
 
@@ -42,6 +43,12 @@ def run_mitmdump(*sets: str, cwd: pathlib.Path, extra: tuple[str, ...] = ()) -> 
 REFUSED = [
     (["mcpx_max_body=64XB"],
      f'mcpx: invalid value "64XB" for mcpx_max_body: {SIZE_WHAT}; e.g. --set mcpx_max_body=64MiB'),
+    # 0 (or any size below 64KiB) passed every body untouched (mitmproxy streamed them all), each with a
+    # passthrough record, while mcpx announced itself active: no session could start
+    (["mcpx_max_body=0"],
+     f'mcpx: invalid value "0" for mcpx_max_body: {MIN_BODY_WHAT}; e.g. --set mcpx_max_body=64MiB'),
+    (["mcpx_max_body=65535"],
+     f'mcpx: invalid value "65535" for mcpx_max_body: {MIN_BODY_WHAT}; e.g. --set mcpx_max_body=64MiB'),
     (["mcpx_session_ttl=1hour"],
      'mcpx: invalid value "1hour" for mcpx_session_ttl: not a duration (seconds, or a number with a unit: ms, s, m, h, d); '
      'e.g. --set mcpx_session_ttl=1h'),
@@ -202,6 +209,19 @@ def test_unknown_option_suggestions():
         "mcpx: unknown option mcpx_keep (did you mean mcpx_keep_original?); e.g. --set mcpx_keep_original=x",
         "mcpx: unknown option mcpx_foo; mcpx's options are " + ", ".join(Settings.option_names()),
     ]
+
+
+def test_max_body_minimum():
+    """64KiB is accepted (the start-up line shows it as typed); one byte less is not, also while running."""
+    assert Settings.parse({"mcpx_max_body": "64KiB"}).max_body == 65536
+    assert Settings.parse({"mcpx_max_body": "65536"}).describe()["mcpx_max_body"] == "64KiB"
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, mcpx_max_body="64KiB")
+        with pytest.raises(exceptions.OptionsError) as e:
+            tctx.configure(addon, mcpx_max_body="0")
+        assert str(e.value) == f'mcpx: invalid value "0" for mcpx_max_body: {MIN_BODY_WHAT}; e.g. --set mcpx_max_body=64MiB'
+        assert (tctx.options.mcpx_max_body, addon.state.max_body) == ("64KiB", 65536)
 
 
 def test_first_invalid_option_is_named():
