@@ -53,6 +53,11 @@ class BadToken(ValueError):
         self.reason = reason
 
 
+class TooLarge(ValueError):
+    """Facts that do not fit in :data:`MAX_TOKEN` characters even without capabilities: only the
+    server's own session id (sealed whole, any length a server chooses) can make them so long."""
+
+
 @dataclass(frozen=True)
 class Facts:
     """What never changes in a session, sealed in its token.
@@ -137,13 +142,15 @@ class Sealer:
 
     def seal(self, facts: Facts) -> str:
         """The token for ``facts`` (at most :data:`MAX_TOKEN` characters: capabilities are trimmed
-        further, then dropped, when they would make it longer)."""
+        further, then dropped, when they would make it longer). Raises :class:`TooLarge` when it
+        still would be (a server's session id of about 1,000 random characters or more)."""
         for f in (facts, replace(facts, client_caps=trim_caps(facts.client_caps, 1), server_caps=trim_caps(facts.server_caps, 1)),
                   replace(facts, client_caps=None, server_caps=None)):
             token = self._seal(f)
             if len(token) <= MAX_TOKEN:
                 return token
-        raise ValueError("session facts too large to seal")  # names and versions are bounded: not reached
+        # names, versions and revisions are bounded; the server's own session id is not
+        raise TooLarge(f"too long to seal in a session token (at most {MAX_TOKEN})")
 
     def _seal(self, facts: Facts) -> str:
         compact = {_SHORT[k]: v for k, v in asdict(facts).items() if v not in (None, "", 0) or k == "sid"}

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import revisions
-from .seal import BadToken, Facts, Sealer, trim_caps, trim_info
+from .seal import BadToken, Facts, Sealer, TooLarge, trim_caps, trim_info
 
 _UIDS = itertools.count(1)
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -80,6 +80,8 @@ class Session:
     profile: str | None = None
     #: started to be sealed (its key is a random handle, never renamed)
     sealed: bool = False
+    #: why a session started to be sealed got no token (the server's id too long): it lives in memory only
+    unsealed: str | None = None
     #: (direction of the request, id) -> method; direction "c2s" = client request
     pending: OrderedDict = field(default_factory=OrderedDict)
     messages: int = 0
@@ -285,7 +287,8 @@ class SessionTracker:
 
     def learn(self, s: Session, upstream_id: str | None, seal: bool) -> str | None:
         """The server answered ``initialize`` (revisions and capabilities are on ``s``): key the
-        session by the server's id and, when ``seal``, seal it. Returns the token or None."""
+        session by the server's id and, when ``seal``, seal it. Returns the token or None (a
+        session the server's id makes too long to seal: ``s.unsealed`` says so)."""
         s.upstream_id = upstream_id or None
         if upstream_id:
             if not s.sealed and s.key != upstream_id:  # an unsealed session is known by the server's id
@@ -294,7 +297,11 @@ class SessionTracker:
             self._put(upstream_id, s)
         if not (seal and self.sealer is not None and revisions.is_known(s.server_rev)):
             return None
-        s.token = self.sealer.seal(s.facts())
+        try:
+            s.token = self.sealer.seal(s.facts())
+        except TooLarge as e:  # kept in memory under the server's id, which the client then holds
+            s.unsealed = f"the server's Mcp-Session-Id ({len(upstream_id or '')} characters) is {e}"
+            return None
         self._put(s.token, s)
         return s.token
 

@@ -9,6 +9,7 @@ the change records of an uninterrupted run; with another key the client's next r
 """
 from __future__ import annotations
 
+import http.client
 import os
 import pathlib
 import threading
@@ -304,6 +305,52 @@ def test_an_initialize_answer_mcpx_cannot_parse_keeps_the_servers_session_id(tmp
             assert Strict.seen[-1] == ("scripted-1", orjson.dumps(TOOL_CALL))
             time.sleep(0.3)
             assert proxy.changes()[before:] == []
+            c.close()
+    finally:
+        srv.stop()
+
+
+def test_a_server_session_id_too_long_to_seal_stays_in_memory_and_says_so(tmp_path):
+    """A server's Mcp-Session-Id that does not fit in a sealed token (tokens are at most 1,024
+    characters, seal.MAX_TOKEN; the server's id is sealed whole): before, sealing raised inside the
+    request hook, the client's initialize then went to the server a second time on its own flow,
+    and the session, kept in memory only with nothing said, got 404 after a restart. Now the session
+    is not sealed: the client gets the server's own id byte for byte (as for an initialize answer mcpx
+    cannot parse), one passthrough record and one warning line say why and what it means, the
+    session works in this process, and after a restart its id gets the 404 of an unknown session
+    (the client re-initializes), as the record said."""
+    long_id = os.urandom(700).hex()  # 1,400 random characters: compression cannot shorten them enough
+    Strict.seen = []
+    srv = LoopbackServer(type("H", (Strict,), {"SESSION": long_id}))
+    upstream, port = f"http://127.0.0.1:{srv.port}", free_port()
+    why = ("the server's Mcp-Session-Id (1400 characters) is too long to seal in a session token (at most 1024): "
+           "session not sealed, the server's Mcp-Session-Id passed to the client unchanged; the session lives in this "
+           "process's memory only (after a restart, or on another replica, its requests get 404 and the client starts a new one)")
+    try:
+        with Proxy(upstream, tmp_path, port=port, tag="-a") as px:
+            c = Client(px.port)
+            c.initialize("2025-03-26")
+            assert c.session == long_id
+            status, _, msgs = c.rpc(TOOL_CALL)
+            assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
+            assert [sid == long_id for sid, _ in Strict.seen] == [False, True, True]  # one initialize, then the session
+            assert Strict.seen[0][0] is None
+            time.sleep(0.3)
+            records = px.changes()
+            assert [(r["action"], r["rule"], r["direction"], r["method"], r["detail"]) for r in records] == [
+                ("passthrough", "PASSTHROUGH-error", "s2c", None, why)]
+            assert records[0]["session"].startswith("s-") and long_id not in px.log_path.read_text()
+            assert [line.split("] ", 1)[1] for line in px.output().splitlines() if "too long to seal" in line] == [
+                "mcpx: " + why]
+        with Proxy(upstream, tmp_path, port=port, tag="-b") as px:
+            c.conn.close()
+            c.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            status, _, body = c.post(TOOL_CALL)
+            assert (status, orjson.loads(body)) == (404, {"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "Session not found"}})
+            time.sleep(0.3)
+            assert [(r["action"], r["rule"], r["detail"]) for r in px.changes()] == [
+                ("answer-locally", "TR-session-id",
+                 "unknown session (not a session id mcpx issued (or one mcpx no longer knows)): answered 404, nothing forwarded")]
             c.close()
     finally:
         srv.stop()

@@ -129,3 +129,23 @@ def test_tracker_a_terminated_token_no_longer_opens(monkeypatch):
     kept = tr.learn(s, None, seal=True)
     tr.create("crowd")  # left memory (max_sessions=1): not ended
     assert tr.lookup(kept, None, None, live=True).client_rev == "2025-03-26"
+
+
+def test_a_server_session_id_too_long_to_seal():
+    """The server's own id is sealed whole (any length a server picks): one that makes the token longer
+    than MAX_TOKEN even without capabilities raises TooLarge (before: a ValueError "not reached"
+    that crashed the request hook); the tracker then keeps the session unsealed, found under the
+    server's id, and says why."""
+    long_id = os.urandom(700).hex()
+    with pytest.raises(seal.TooLarge, match=r"^too long to seal in a session token \(at most 1024\)$"):
+        Sealer([seal.new_key()]).seal(Facts(sid="s-0123456789abcdef", upstream_id=long_id))
+    tracker = SessionTracker(sealer=Sealer([seal.new_key()]))
+    s = tracker.start({"protocolVersion": "2025-03-26"}, "flow:1", sealed=True)
+    s.server_rev = s.client_rev = "2025-03-26"
+    assert tracker.learn(s, long_id, seal=True) is None
+    assert (s.token, s.unsealed) == (None, "the server's Mcp-Session-Id (1400 characters) is too long to seal in a session "
+                                           "token (at most 1024)")
+    assert tracker.lookup(long_id, None, None) is s
+    s2 = tracker.start({"protocolVersion": "2025-03-26"}, "flow:2", sealed=True)
+    s2.server_rev = s2.client_rev = "2025-03-26"
+    assert tracker.learn(s2, "short-id", seal=True).startswith("mcpx1.") and s2.unsealed is None

@@ -103,8 +103,16 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
         # an answer mcpx could not learn the session from (not sealed): the server's own id reaches the
         # client byte for byte, and the client's later requests carrying it go untouched
         headers += [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() == SESSION_HEADER]
-        st.rewriter.passthrough(exch, "s2c", "initialize result not understood: session not sealed, "
-                                             "the server's Mcp-Session-Id passed to the client unchanged")
+        unsealed = exch.session.unsealed if exch.session is not None else None
+        if unsealed:  # a session mcpx knows, in this process only: the client's requests are rewritten as usual
+            why = (f"{unsealed}: session not sealed, the server's Mcp-Session-Id passed to the client unchanged; the "
+                   "session lives in this process's memory only (after a restart, or on another replica, its requests "
+                   "get 404 and the client starts a new one)")
+            logger.warning(f"mcpx: {why}")
+            st.rewriter.passthrough(exch, "s2c", why)
+        else:
+            st.rewriter.passthrough(exch, "s2c", "initialize result not understood: session not sealed, "
+                                                 "the server's Mcp-Session-Id passed to the client unchanged")
     flow.response = http.Response.make(reply.status, body, header_fields(headers))
     if body != original:
         st.keep_body(flow, "response", original)
