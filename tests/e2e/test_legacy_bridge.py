@@ -441,11 +441,15 @@ def test_a_deleted_session_gets_404(server, tmp_path):
         again = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "again", "version": "1"}}}
         status, headers, body = c.post(again)
-        assert (status, orjson.loads(body), headers["mcp-session-id"]) == (
-            200, {"jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": "initialize inside a session"}}, token)
+        # as a legacy server answers it (HTTP 400 -32600, the TypeScript SDK's wording; before: HTTP 200), under
+        # the request's own id (the SDK's null is no RequestId of these revisions)
+        assert (status, headers["content-type"], orjson.loads(body), headers["mcp-session-id"]) == (
+            400, "application/json",
+            {"jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": "Invalid Request: Server already initialized"}}, token)
         time.sleep(0.3)
-        assert [(x["pointer"], x["action"], x["rule"], x["direction"]) for x in px.changes()[before:]] == [
-            ("", "answer-locally", "LC-initialize", "c2s")]
+        assert [(x["pointer"], x["action"], x["rule"], x["direction"], x["detail"]) for x in px.changes()[before:]] == [
+            ("", "answer-locally", "LC-initialize", "c2s",
+             "initialize inside a session: answered HTTP 400 -32600, as a legacy server does")]
         c.conn.request("DELETE", c.path, headers=c.headers())
         r = c.conn.getresponse()
         assert (r.status, r.read()) == (200, b"")

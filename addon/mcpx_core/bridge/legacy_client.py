@@ -323,7 +323,13 @@ class LegacyClientBridge:
         if name in ("resources/subscribe", "resources/unsubscribe"):
             return await self._subscribe(exch, s, ss, m, name)
         if name == "initialize":  # sent with the session's token (one without starts a new session): as a server would
-            return self._local_error(exch, m, -32600, "initialize inside a session", "LC-initialize")
+            # answer it: HTTP 400 -32600 in the TypeScript SDK's words (tests/peers/node_modules/sdk-1.13.0/dist/esm/
+            # server/streamableHttp.js:270-278), under the request's id (its null is no RequestId of a legacy
+            # revision: schema/2025-06-18/schema.json:909 JSONRPCError requires a RequestId, string or integer)
+            return self._local_error(exch, m, -32600, "Invalid Request: Server already initialized", "LC-initialize",
+                                     [Change(pointer="", action="answer-locally", rule="LC-initialize",
+                                             detail="initialize inside a session: answered HTTP 400 -32600, as a legacy server does")],
+                                     status=400)
         try:
             prepared = self._upgrade(exch, s, ss, m, headers)
         except _Refused as r:
@@ -339,13 +345,14 @@ class LegacyClientBridge:
         self.log(exch, "s2c", answer, m.get("method"), [], LATEST, client_rev)
         return Answer(200, json_body.dumps(answer), self._json_headers(exch), note=NOTE)
 
-    def _local_error(self, exch, m: dict, code: int, message: str, rule: str, changes: list[Change] | None = None) -> Answer:
+    def _local_error(self, exch, m: dict, code: int, message: str, rule: str, changes: list[Change] | None = None,
+                     status: int = 200) -> Answer:
         client_rev = exch.session.client_leg
         changes = changes if changes is not None else [Change(pointer="", action="answer-locally", rule=rule, detail=message)]
         self.log(exch, "c2s", m, m.get("method"), changes, client_rev, LATEST)
         answer = _error(m.get("id"), code, message)
         self.log(exch, "s2c", answer, m.get("method"), [], LATEST, client_rev)
-        return Answer(200, json_body.dumps(answer), self._json_headers(exch), note=NOTE)
+        return Answer(status, json_body.dumps(answer), self._json_headers(exch), note=NOTE)
 
     @staticmethod
     def _json_headers(exch) -> tuple[tuple[str, str], ...]:
