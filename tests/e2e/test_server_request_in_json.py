@@ -53,6 +53,11 @@ def test_server_request_in_a_json_answer_is_answered_upstream(server, tmp_path):
         deadline = time.time() + 10
         while time.time() < deadline and not any(b.get("id") == "srv-7" for _, b in Handler.seen if isinstance(b, dict)):
             time.sleep(0.05)
+        # The log line is written once the server has answered mcpx's reply (HTTP 202), which
+        # can be after the server saw it: wait for it before the proxy stops.
+        line = "mcpx: answered server request id='srv-7' with error -32601 (HTTP 202)"
+        while time.time() < deadline and line not in px.output():
+            time.sleep(0.05)
         client.close()
     answers = [(h, b) for h, b in Handler.seen if isinstance(b, dict) and b.get("id") == "srv-7"]
     assert [b for _, b in answers] == [{"jsonrpc": "2.0", "id": "srv-7", "error": {
@@ -64,4 +69,4 @@ def test_server_request_in_a_json_answer_is_answered_upstream(server, tmp_path):
                            "answered with -32601 Method not found on the receiver's behalf")
     out = px.output()
     assert "not sent (flow is not live)" not in out
-    assert "mcpx: answered server request id='srv-7' with error -32601 (HTTP 202)" in out
+    assert line in out
