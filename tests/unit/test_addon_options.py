@@ -7,6 +7,7 @@ starts mcpx, which rewrites.
 """
 from __future__ import annotations
 
+import logging
 import pathlib
 import re
 import subprocess
@@ -178,15 +179,25 @@ def test_configure_applies_units():
         assert (st.rewriter.policy, st.rewriter.options["audio"]) == ("lenient", "embed")
 
 
-def test_refused_while_running_keeps_the_value():
-    """Set in mitmweb or the console: an OptionsError with the same line; the value stays."""
+def test_refused_while_running_keeps_the_value(caplog):
+    """Set in mitmweb or the console: an OptionsError with the same line; the value stays, and
+    the start-up line is not written again (mitmproxy's rollback configures the old values anew:
+    the line would read as if the refused change had taken effect)."""
     addon = mcpx.MCPX()
     with taddons.context(addon) as tctx:
+        caplog.set_level(logging.INFO)
         tctx.configure(addon, mcpx_max_body="1MiB")
+        active = [r.getMessage() for r in caplog.records if " active: " in r.getMessage()]
+        assert len(active) == 1 and " mcpx_max_body=1MiB " in active[0]
+        caplog.clear()
         with pytest.raises(exceptions.OptionsError) as e:
             tctx.configure(addon, mcpx_max_body="lots")
         assert str(e.value) == f'mcpx: invalid value "lots" for mcpx_max_body: {SIZE_WHAT}; e.g. --set mcpx_max_body=64MiB'
         assert (tctx.options.mcpx_max_body, addon.state.max_body) == ("1MiB", 1 << 20)
+        assert [r.getMessage() for r in caplog.records if " active: " in r.getMessage()] == []
+        tctx.configure(addon, mcpx_max_body="2MiB")  # a change that takes effect is announced
+        active = [r.getMessage() for r in caplog.records if " active: " in r.getMessage()]
+        assert len(active) == 1 and " mcpx_max_body=2MiB " in active[0]
 
 
 def test_pin_option():

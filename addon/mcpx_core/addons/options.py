@@ -63,6 +63,7 @@ class Options:
         self.state = state
         self._stream_limit: str | None = None  # the stream_large_bodies value mcpx set, if it did
         self._key_files: list[str] = []
+        self._announced: str | None = None  # the start-up line last written
 
     def load(self, loader) -> None:
         for option in Settings.option_names():
@@ -176,7 +177,7 @@ class Options:
         st.settings = s
 
     def _announce(self, s: Settings | None) -> None:
-        """The start-up line (again after a change): version, revisions loaded, every option."""
+        """The start-up line (again after a change that took effect): version, revisions loaded, every option."""
         if s is None:
             return
         try:
@@ -184,7 +185,10 @@ class Options:
                 revisions.model(rev)
         except Exception as e:
             fail(OptionError("", None, "", f"mcpx: cannot load the revision schemas ({type(e).__name__}: {e}); reinstall mcpx"))
-        logger.info(s.line(__version__, {"mcpx_session_keys": ",".join(self._key_files)}))
+        line = s.line(__version__, {"mcpx_session_keys": ",".join(self._key_files)})
+        if line != self._announced:  # not again for a refused change, which mitmproxy rolls back to these values
+            self._announced = line
+            logger.info(line)
 
     def _profiles(self, s: Settings) -> profiles.ProfileSet | None:
         """The shipped profiles, with the user's file (``mcpx_profiles``) over them, and the one
