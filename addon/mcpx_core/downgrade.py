@@ -17,8 +17,9 @@ defines, and the result is walked again. Open objects (``additionalProperties: {
 reserved ``_meta`` keys a delta record removes for the target are dropped.
 
 Policies: ``strict`` (default) delivers only what the target revision defines; ``lenient`` keeps
-unknown properties (schema.json never says ``additionalProperties: false``) and still rewrites
-union members and runs the named rules (REVISIONS.md section 0).
+unknown properties (schema.json never says ``additionalProperties: false``), each with a ``keep``
+record under the rule id strict would drop it with, and still rewrites union members and runs the
+named rules (REVISIONS.md section 0).
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ Direction = Literal["s2c", "c2s"]
 Policy = Literal["strict", "lenient"]
 
 RESERVED_META_PREFIXES = ("io.modelcontextprotocol/", "modelcontextprotocol.io/")
+#: the detail of a ``keep`` record: a field the receiver's revision does not define, kept by the
+#: lenient policy (the strict one drops it, with the same rule id)
+KEPT_LENIENT = "not defined by the receiver's revision; kept (lenient policy)"
+#: the detail of a ``keep`` record: a field a delta record names, in an object the receiver's schema leaves open
+KEPT_OPEN = "tolerated by the receiver's schema (open object)"
 #: walk with the compiled walkers (:mod:`mcpx_core.walkers`); False: the generic methods of :class:`Walk`
 #: (the reference the compiled ones are tested against, tests/schema/test_walkers.py)
 COMPILED = True
@@ -207,12 +213,14 @@ class Walk:
                 if self.policy == "strict":
                     self.log(kptr, "drop", self.field_rule(typ, key, kptr), value[key], detached=True)
                     del value[key]
+                else:
+                    self.log(kptr, "keep", self.field_rule(typ, key, kptr), value[key], detail=KEPT_LENIENT)
                 continue
             if extra is True or extra == {}:
                 # open object: tolerated; a delta record naming exactly this field is logged as kept
                 rule = self.rules.for_field_exact(typ, key, self.to_rev, self.direction)
-                if rule is not None and self.policy == "strict":
-                    self.log(kptr, "keep", rule, value[key], detail="tolerated by the receiver's schema (open object)")
+                if rule is not None:
+                    self.log(kptr, "keep", rule, value[key], detail=KEPT_OPEN)
                 continue
             if isinstance(extra, dict) and extra:
                 new = self.node(value[key], extra, kptr, typ)

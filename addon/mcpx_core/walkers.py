@@ -177,23 +177,25 @@ class Plans:
                     continue
                 kptr = f"{ptr}/{escape(key)}"
                 if mode == "drop":
+                    parent = ptr.rpartition("/")[2]  # what Walk.field_rule reads of kptr (an index: none)
+                    if parent.isdigit():
+                        parent = ""
+                    memo = (key, parent, walk.direction)
+                    rule = drop_rules.get(memo)
+                    if rule is None:
+                        if len(drop_rules) >= 4096:
+                            drop_rules.clear()
+                        rule = drop_rules[memo] = walk.field_rule(typ, key, kptr)
                     if walk.policy == "strict":
-                        parent = ptr.rpartition("/")[2]  # what Walk.field_rule reads of kptr (an index: none)
-                        if parent.isdigit():
-                            parent = ""
-                        memo = (key, parent, walk.direction)
-                        rule = drop_rules.get(memo)
-                        if rule is None:
-                            if len(drop_rules) >= 4096:
-                                drop_rules.clear()
-                            rule = drop_rules[memo] = walk.field_rule(typ, key, kptr)
                         walk.log(kptr, "drop", rule, value[key], detached=True)
                         del value[key]
+                    else:
+                        walk.log(kptr, "keep", rule, value[key], detail=dg.KEPT_LENIENT)
                 elif mode == "open":
                     # open object: tolerated; a delta record naming exactly this field is logged as kept
                     rule = walk.rules.for_field_exact(typ, key, walk.to_rev, walk.direction)
-                    if rule is not None and walk.policy == "strict":
-                        walk.log(kptr, "keep", rule, value[key], detail="tolerated by the receiver's schema (open object)")
+                    if rule is not None:
+                        walk.log(kptr, "keep", rule, value[key], detail=dg.KEPT_OPEN)
                 elif mode == "walk":
                     new = extra_fn(walk, value[key], kptr)  # type: ignore[misc]
                     if new is DROP:

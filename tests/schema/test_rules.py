@@ -426,9 +426,24 @@ def test_lenient_keeps_tolerated_fields_but_rewrites_union_members():
     assert out.message == res({"content": [{"type": "resource", "resource": {"uri": "file:///a", "mimeType": "text/plain",
                                                                               "text": "Resource link (content not embedded): file:///a\nname: a"}},
                                             {"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}})
-    assert [c.key() for c in out.changes] == [("/result/content/1", "rewrite", "SC-structuredContent"),
-                                              ("/result/structuredContent", "keep", "SC-structuredContent"),
-                                              ("/result/content/0", "rewrite", "CT-resource_link")]
+    assert [(c.key(), c.detail) for c in out.changes] == [
+        (("/result/content/1", "rewrite", "SC-structuredContent"), None),
+        (("/result/content/0", "rewrite", "CT-resource_link"), None),
+        (("/result/structuredContent", "keep", "SC-structuredContent"), "not defined by the receiver's revision; kept (lenient policy)")]
+
+
+def test_lenient_logs_every_field_it_keeps():
+    """Each field the receiver's revision does not define is delivered under lenient with a keep
+    record under the rule id strict drops it with (README, Troubleshooting: keep)."""
+    tool = {"name": "t", "title": "T", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+            "annotations": {"title": "A", "readOnlyHint": True}, "icons": [{"src": "https://e/i.png"}]}
+    strict = downgrade(res({"tools": [dict(tool)]}), "result", "tools/list", D, A, "s2c")
+    lenient = downgrade(res({"tools": [dict(tool)]}), "result", "tools/list", D, A, "s2c", policy="lenient")
+    assert lenient.message == res({"tools": [tool]})
+    dropped = [c.key() for c in strict.changes if c.action == "drop"]
+    assert dropped and all(p.startswith("/result/tools/0/") for p, _, _ in dropped)
+    assert sorted((p, "keep", r) for p, _, r in dropped) == sorted(c.key() for c in lenient.changes)
+    assert {c.detail for c in lenient.changes} == {"not defined by the receiver's revision; kept (lenient policy)"}
 
 
 def test_result_of_unknown_request_is_typed_by_fit():

@@ -101,8 +101,7 @@ def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     if walk.policy == "strict" or rule == "SC-structuredContent-any":
         walk.log(f"{ptr}/structuredContent", "drop", rule, sent)
         del value["structuredContent"]
-    else:
-        walk.log(f"{ptr}/structuredContent", "keep", rule, sent)
+    # (lenient: kept; the walk of the result logs its keep record, as for any field the receiver lacks)
     return value
 
 
