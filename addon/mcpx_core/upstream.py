@@ -67,6 +67,9 @@ class _Own:
     on_chunk: Callable[[bytes], None] | None = None
     received: list[bytes] = field(default_factory=list)
     streamed: bool = False
+    #: the response's bytes as received (encoded), while they fit in :attr:`Sender.keep`
+    raw: list[bytes] = field(default_factory=list)
+    raw_size: int = 0
     handler: Any = None
     task: asyncio.Task | None = None
 
@@ -86,9 +89,12 @@ def origin(url: str) -> tuple[str, str, int | None]:
 class Sender:
     """Sends mcpx's own requests through the running mitmproxy (``ctx.master``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int = 1 << 20) -> None:
         self.own: dict[str, _Own] = {}
         self.background: set[asyncio.Task] = set()
+        #: bytes of a streamed response kept as the flow's body (``mcpx_keep_original``); a longer
+        #: stream (a bridge's listen stream) is not kept, and its flow says so in a comment
+        self.keep = keep
 
     @staticmethod
     def available(parent: http.HTTPFlow) -> bool:
@@ -210,6 +216,14 @@ class Sender:
         own.streamed = True
 
         def chunk(data: bytes) -> bytes:
+            if data:
+                own.raw_size += len(data)
+                if own.raw_size <= self.keep:
+                    own.raw.append(data)
+                else:
+                    own.raw.clear()
+            else:  # the end: the flow keeps its body, as an unstreamed one (mitmproxy keeps none of a stream)
+                self._keep_body(flow, own)
             plain = decoder(data) if decoder is not None and data else data
             if plain:
                 own.received.append(plain)
@@ -225,6 +239,18 @@ class Sender:
             return data
 
         flow.response.stream = chunk
+
+    def _keep_body(self, flow: http.HTTPFlow, own: _Own) -> None:
+        """Set a streamed own flow's body to the bytes received (views, ``-w`` files, mitmdump's
+        flow lines), when they fit in :attr:`keep`; otherwise say on the flow why it has none."""
+        if flow.response is None:
+            return
+        if own.raw_size <= self.keep:
+            flow.response.data.content = b"".join(own.raw)
+        else:
+            note = f"mcpx: response body not kept ({own.raw_size} bytes streamed; mcpx_keep_original is {self.keep})"
+            flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
+        own.raw.clear()
 
 
 def _running_loop() -> bool:

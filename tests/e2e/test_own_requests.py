@@ -95,6 +95,15 @@ def test_tls_with_the_test_ca_option(front, tmp_path):
     assert [f.metadata["mcpx"]["purpose"] for f in flows] == [
         "initialize, to seal the session", "answer to server request id=1 (error -32601)",
         "initialize, to seal the session", "a member of a split batch", "a member of a split batch"]
+    # each keeps the body the server answered, streamed (SSE) or not: mitmproxy keeps none of a stream
+    for f in flows:
+        kind = f.response.headers.get("content-type", "").split(";")[0]
+        assert f.response.raw_content is not None, f.metadata["mcpx"]["purpose"]
+        if kind == "text/event-stream":
+            assert f.response.raw_content.startswith((b"event:", b"data:", b"id:")), f.response.raw_content[:40]
+            assert f.response.raw_content.endswith((b"\n\n", b"\r\n\r\n"))  # whole: up to its last event
+    inits = [f for f in flows if f.metadata["mcpx"]["purpose"] == "initialize, to seal the session"]
+    assert all(b'"protocolVersion"' in f.response.get_content() for f in inits)
     assert all(h.get("authorization") == SECRET for m, _, h, b in front.requests() if m == "POST")
     assert front.handshakes_failed == 0
     assert_no_secret(px)

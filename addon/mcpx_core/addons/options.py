@@ -174,6 +174,7 @@ class Options:
         st.tracker.ttl = s.session_ttl
         st.max_body = s.max_body
         st.keep_original = s.keep_original
+        st.sender.keep = s.keep_original
         st.settings = s
 
     def _announce(self, s: Settings | None) -> None:
