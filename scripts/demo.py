@@ -10,6 +10,7 @@ import json
 import pathlib
 import sys
 import tempfile
+from collections import Counter
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "addon")]
@@ -21,10 +22,14 @@ OPS = [{"id": "get-resource-links", "op": "callTool", "name": "get-resource-link
        {"id": "get-structured-content", "op": "callTool", "name": "get-structured-content", "arguments": {"location": "Chicago"}}]
 
 
+def cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
 def verdict(res: dict) -> str:
     if res.get("ok"):
-        return "ok: " + json.dumps(res["result"]["content"])[:160]
-    return "FAILED: " + " ".join(str(res.get("error")).split())[:160]
+        return cut("ok: " + json.dumps(res["result"]["content"]), 160)
+    return cut("FAILED: " + " ".join(str(res.get("error")).split()), 160)
 
 
 def main() -> int:
@@ -34,7 +39,8 @@ def main() -> int:
         with Proxy(f"http://127.0.0.1:{srv.port}", work) as px:
             print(f"mcpx:   mitmdump -s addon/mcpx.py --mode reverse:http://127.0.0.1:{srv.port} at {px.url}\n")
             ok = True
-            for client in ("sdk-1.10.2", "mcp-1.8.1"):
+            clients = ("sdk-1.10.2", "mcp-1.8.1")
+            for client in clients:
                 direct = peers_lib.run_client(client, srv.url, OPS)
                 via = peers_lib.run_client(client, px.url, OPS)
                 print(f"client {client} (negotiates {via.get('protocolVersion')}):")
@@ -43,10 +49,18 @@ def main() -> int:
                     ok = ok and v.get("ok", False)
                 print()
         records = px.changes()
-    print(f"change log ({px.log_path}, {len(records)} records); the tools/call ones:")
-    for c in records:
-        if c["method"] == "tools/call":
-            print(f"  {c['to_rev']} id={c['jsonrpc_id']} {c['action']:<8} {c['pointer']:<32} [{c['rule']}] {c['before'] or ''}"[:200])
+    # each client ran one session, one after the other: sessions in order of first record are the clients'
+    sessions = list(dict.fromkeys(c["session"] for c in records))
+    who = dict(zip(sessions, clients))
+    calls = [c for c in records if c["method"] == "tools/call"]
+    print(f"files in {work}: the change log {px.log_path.name}, the flows {px.flows_path.name} "
+          f"(mitmweb -r {px.flows_path} -s addon/mcpx.py), mitmdump's output {px.out_path.name}")
+    per_method = Counter(c["method"] or "(no method)" for c in records)
+    print(f"change log: {len(records)} records ({', '.join(f'{n} for {m}' for m, n in per_method.items())}); the tools/call ones:")
+    print(f"  {'client':<11} {'receiver':<10} {'id':<5} {'action':<8} {'JSON Pointer':<32} [rule] value before")
+    for c in calls:
+        print(cut(f"  {who.get(c['session'], '?'):<11} {c['to_rev']:<10} {'id=' + str(c['jsonrpc_id']):<5} {c['action']:<8} "
+                  f"{c['pointer']:<32} [{c['rule']}] {c['before'] or ''}", 200))
     print("\n" + ("OK: the calls that fail directly pass through mcpx." if ok else "FAILED: a call failed through mcpx."))
     return 0 if ok else 1
 
