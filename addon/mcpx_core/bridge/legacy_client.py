@@ -429,11 +429,32 @@ class LegacyClientBridge:
         answers: list[bytes] = []
         for m in members:
             out = await self._one(exch, s, ss, m, headers, upstream, stream=False)
-            if isinstance(out, Answer) and out.body and out.status in (200, 400, 404):
+            rid = m.get("id") if classify(m) == "request" else None
+            found, why = False, "an empty body"
+            if isinstance(out, Answer) and out.body:
+                # every JSON-RPC response of the member's answer, whatever its HTTP status (an upstream
+                # failure is a 502 carrying the member's -32603); a body that holds none is no answer
                 try:
-                    answers.extend(json_body.response_texts(out.body))
-                except json_body.Unparseable:
-                    continue
+                    parsed = json_body.parse(out.body, exact_ints=True)
+                except json_body.Unparseable as e:
+                    why = e.reason
+                else:
+                    if all(classify(x) in ("result", "error") for x in parsed.messages):
+                        answers.extend(json_body.response_texts(out.body))
+                        found = any(x.get("id") == rid or x.get("id") is None for x in parsed.messages)
+                    why = "no JSON-RPC response to it"
+            if rid is None or found or (isinstance(out, Answer) and out.status == 202):
+                continue  # a notification, a client's answer, or a cancelled request: nothing to answer
+            # never leave a member without an answer (JSON-RPC 2.0: the batch response holds one
+            # response per request; RPC-batch-request): -32603 naming what the server sent
+            what = f"HTTP {out.status}" if isinstance(out, Answer) else "a stream"
+            error = _error(rid, -32603, f"mcpx: the server answered this batch member with {what}, "
+                                        f"which mcpx could not read as its answer: {why}")
+            self.log(exch, "s2c", error, m.get("method"), [Change(
+                pointer="", action="answer-locally", rule="RPC-batch-request",
+                detail=f"batch member id={json_body.dumps(rid).decode()}: {what}, {why}: answered -32603 in the batch response")],
+                LATEST, s.client_leg)
+            answers.append(json_body.dumps(error))
         if not answers:
             return Answer(202, b"", self._json_headers(exch)[1:], note=NOTE)
         return Answer(200, b"[" + b",".join(answers) + b"]", self._json_headers(exch), note=NOTE)
