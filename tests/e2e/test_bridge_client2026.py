@@ -241,3 +241,41 @@ def test_url_elicitation_and_log_level(everything, tmp_path):
     assert ("/params/elicitationId", "drop", "ELIC-elicitationId") in recs
     assert recs.count(("/params/_meta/io.modelcontextprotocol~1logLevel", "rewrite", "META-logLevel")) == 1
     assert ("/params/_meta/io.modelcontextprotocol~1logLevel", "drop", "META-logLevel") in recs
+
+
+def test_batch_and_posted_response_refused_as_a_2026_server_does(everything, tmp_path):
+    """A 2026-07-28 POST body is one request or notification (TR-post-body): a batch, and a JSON-RPC
+    response (2026-07-28 has no server->client requests), get HTTP 400 -32600 from mcpx standing for
+    the 2026-07-28 server, without an id, with one answer-locally record each, and nothing reaches
+    the legacy server. Before, both went upstream untouched, outside any session and with no record,
+    and the client got the legacy server's "Server not initialized" error with an "id": null that
+    2026-07-28 does not allow."""
+    with Proxy(f"http://127.0.0.1:{everything.port}", tmp_path) as px:
+        c = Client(px.port)
+        st, _, body = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}, headers("tools/list"))
+        assert st == 200
+        n = len(px.changes())
+        batch = [{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": META}},
+                 {"jsonrpc": "2.0", "id": 3, "method": "prompts/list", "params": {"_meta": META}}]
+        st, h, body = c.post(batch, headers("tools/list"))
+        assert (st, h["content-type"], body) == (400, "application/json", b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
+                                                 b'"Invalid Request: a 2026-07-28 POST body is one JSON-RPC request or notification, not a batch"}}')
+        st, h, body = c.post({"jsonrpc": "2.0", "id": 0, "result": {}}, {"mcp-protocol-version": NEW})
+        assert (st, h["content-type"], body) == (400, "application/json", b'{"jsonrpc":"2.0","error":{"code":-32600,"message":'
+                                                 b'"Invalid Request: a 2026-07-28 client never POSTs a JSON-RPC response"}}')
+        recs = [(r["direction"], r["pointer"], r["action"], r["rule"], r["detail"]) for r in px.changes()[n:]]
+    assert recs == [
+        ("c2s", "", "answer-locally", "TR-post-body", "refused as a 2026-07-28 server does: HTTP 400, -32600 Invalid Request: "
+         "a 2026-07-28 POST body is one JSON-RPC request or notification, not a batch"),
+        ("c2s", "", "answer-locally", "TR-post-body", "refused as a 2026-07-28 server does: HTTP 400, -32600 Invalid Request: "
+         "a 2026-07-28 client never POSTs a JSON-RPC response"),
+    ]
+    # the server leg: mcpx's probe and the upstream session's handshake, then the first tools/list on
+    # the client's own flow; the batch and the response were answered by mcpx (their flows' requests
+    # are the client's, unchanged), nothing else was sent
+    assert [json.loads(f.request.get_content() or b"null").get("method") for f in own(px)] == [
+        "server/discover", "initialize", "notifications/initialized"]
+    mine = [f for f in px.flows() if (f.metadata.get("mcpx") or {}).get("origin") != "mcpx"]
+    assert [(f.request.get_content(), f.response.status_code) for f in mine[1:]] == [
+        (orjson.dumps(batch), 400), (b'{"jsonrpc":"2.0","id":0,"result":{}}', 400)]
+    assert all(f.server_conn.timestamp_start is None for f in mine[1:])

@@ -72,6 +72,8 @@ META_KEYS = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol
 STATE_PREFIX = "mcpx-rs1."
 HELD_TTL = 600.0
 _IDS = itertools.count(1)
+#: no JSON-RPC id in an error mcpx answers (the request it refuses has none to answer)
+NO_ID = object()
 
 
 def _mint() -> str:
@@ -128,11 +130,20 @@ class Client2026Bridge:
     async def request(self, exch, method: str, body: bytes | None, headers: dict[str, str], upstream: Upstream) -> Answer | Pass | Streamed:
         msg = _single(body)
         if msg is None:
+            if method == "POST" and _batch(body):
+                # a 2026-07-28 POST body is one request or notification (TR-post-body; JSON-RPC batches
+                # were removed in 2025-06-18): refused as a 2026-07-28 server does, nothing forwarded
+                return self._refuse(exch, NO_ID, 400, -32600, "Invalid Request: a 2026-07-28 POST body is one JSON-RPC "
+                                    "request or notification, not a batch", "TR-post-body")
             return Pass()  # not one JSON-RPC message: as it is (the server answers it)
         kind = classify(msg)
         m = msg.get("method")
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        if kind in ("result", "error"):
+            # 2026-07-28 has no server->client requests: a client never POSTs a response (TR-post-body)
+            return self._refuse(exch, NO_ID, 400, -32600, "Invalid Request: a 2026-07-28 client never POSTs a "
+                                "JSON-RPC response", "TR-post-body")
         refusal = self._check(exch, msg, kind, meta, headers)
         if refusal is not None:
             return refusal
@@ -221,11 +232,7 @@ class Client2026Bridge:
         method = msg.get("method")
 
         def refuse(status: int, code: int, message: str, rule: str, data: dict | None = None) -> Answer:
-            self.rw.record(exch, [Change(pointer="", action="answer-locally", rule=rule,
-                                         detail=f"refused as a 2026-07-28 server does: HTTP {status}, {code} {message}")],
-                           "c2s", LATEST, None)
-            err = {"code": code, "message": message, **({"data": data} if data else {})}
-            return Answer(status, json_body.dumps({"jsonrpc": "2.0", "id": rid, "error": err}))
+            return self._refuse(exch, rid, status, code, message, rule, data)
 
         if not isinstance(meta.get("io.modelcontextprotocol/protocolVersion"), str) \
                 or not isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict):
@@ -254,6 +261,15 @@ class Client2026Bridge:
                 return refuse(400, -32602, "Invalid params: inputResponses must be an object of results, requestState a string",
                               "MRTR-input-responses")
         return None
+
+    def _refuse(self, exch, rid: Any, status: int, code: int, message: str, rule: str, data: dict | None = None) -> Answer:
+        """Answer as a 2026-07-28 server refuses a request: HTTP ``status``, a JSON-RPC error under
+        ``rid`` (``NO_ID``: without one; 2026-07-28 error ids are optional), and a record."""
+        self.rw.record(exch, [Change(pointer="", action="answer-locally", rule=rule,
+                                     detail=f"refused as a 2026-07-28 server does: HTTP {status}, {code} {message}")],
+                       "c2s", LATEST, None)
+        err = {"code": code, "message": message, **({"data": data} if data else {})}
+        return Answer(status, json_body.dumps({"jsonrpc": "2.0", **({"id": rid} if rid is not NO_ID else {}), "error": err}))
 
     def forget_session(self, session: Session) -> None:
         """Drop the upstream session whose :class:`Session` is ``session`` (the server answered 404
@@ -712,6 +728,14 @@ CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elici
 
 def _declares(caps: dict | None, method: str) -> bool:
     return isinstance(caps, dict) and isinstance(caps.get(CAPABILITY[method]), dict)
+
+
+def _batch(body: bytes | None) -> bool:
+    """Whether ``body`` is a JSON-RPC batch (a JSON array)."""
+    try:
+        return bool(body) and json_body.parse(body, exact_ints=True).batch
+    except json_body.Unparseable:
+        return False
 
 
 def _single(body: bytes | None) -> dict | None:
