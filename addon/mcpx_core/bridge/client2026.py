@@ -340,18 +340,57 @@ class Client2026Bridge:
         await self._log_level(exch, msg, up, upstream)
         out_msg = dict(msg, id=minted)
         body = self.rw.c2s_message(exch, out_msg, None) or json_body.dumps(out_msg)
-        parser = SSEParser()
         first: asyncio.Future = asyncio.get_running_loop().create_future()
+        # SSE polling (2025-11-25 transports.mdx:107-110, TR-sse-priming-polling): the server may close
+        # the call's stream after an event id and before its answer; a 2026-07-28 client cannot resume
+        # (no GET, no event ids), so mcpx resumes upstream with GET + Last-Event-ID, after ``retry``
+        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None}
 
         def on_chunk(chunk: bytes) -> None:
-            for value in json_values(parser.feed(chunk) if chunk else parser.close()[0]):
+            parser = stream["parser"]
+            events = parser.feed(chunk) if chunk else parser.close()[0]
+            for ev in events:
+                if ev.last_id is not None:
+                    stream["last"] = ev.last_id
+                for line, _ in ev.lines:
+                    name, _, value = line.partition(b":")
+                    if name == b"retry" and value.strip().isdigit():
+                        stream["retry"] = int(value.strip())
+            for value in json_values(events):
                 for m in value if isinstance(value, list) else [value]:
+                    if isinstance(m, dict) and m.get("id") == minted and ("result" in m or "error" in m):
+                        stream["answered"] = True
                     held.queue.put_nowait(m)
             if chunk == b"":
-                held.done = True
-                held.queue.put_nowait(None)
+                if not stream["answered"] and stream["last"] and stream["last"] != stream["resumed_from"]:
+                    stream["resumed_from"] = stream["last"]
+                    self._tasks.add(asyncio.get_running_loop().create_task(resume(stream["last"], stream["retry"])))
+                    self._tasks = {t for t in self._tasks if not t.done()}
+                else:
+                    held.done = True
+                    held.queue.put_nowait(None)
             if not first.done():
                 first.set_result(True)
+
+        async def resume(last: str, retry_ms: int) -> None:
+            self.rw.record(exch, [Change(pointer="", action="bridge", rule="TR-sse-priming-polling",
+                                         detail=f"the server closed the call's SSE stream after event {last} without its answer: "
+                                                f"resumed with GET and Last-Event-ID (retry {retry_ms} ms)")],
+                           "s2c", up.session.server_rev, LATEST)
+            await asyncio.sleep(min(retry_ms, 60_000) / 1000)
+            stream["parser"] = SSEParser()
+            headers = {**self._headers(up), "accept": "text/event-stream", "last-event-id": last}
+            resumed: asyncio.Future = asyncio.get_running_loop().create_future()
+            try:
+                reply = await upstream.send(b"", headers, f"GET resuming {method} after event {last}, for a 2026-07-28 client",
+                                            method="GET", on_chunk=lambda c: (on_chunk(c), resumed.done() or resumed.set_result(True)),
+                                            stop=resumed)
+            except Exception as e:  # the call ends without an answer: the client is told (passthrough record)
+                logger.info(f"mcpx: resuming {method} after event {last}: {e}")
+                reply = None
+            if reply is None or not reply.headers.get("content-type", "").startswith("text/event-stream"):
+                held.done = True
+                held.queue.put_nowait(None)
 
         reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
                                     on_chunk=on_chunk, stop=first)
