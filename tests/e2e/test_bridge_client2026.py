@@ -279,3 +279,31 @@ def test_batch_and_posted_response_refused_as_a_2026_server_does(everything, tmp
     assert [(f.request.get_content(), f.response.status_code) for f in mine[1:]] == [
         (orjson.dumps(batch), 400), (b'{"jsonrpc":"2.0","id":0,"result":{}}', 400)]
     assert all(f.server_conn.timestamp_start is None for f in mine[1:])
+
+
+def test_a_refused_notification_gets_an_error_without_id(everything, tmp_path):
+    """A 2026-07-28 notification that a 2026-07-28 server refuses (no ``MCP-Protocol-Version`` header;
+    no ``_meta`` protocolVersion) gets HTTP 400 and an error without ``id``: 2026-07-28's
+    JSONRPCErrorResponse.id is an optional RequestId (a string or a number), never null. Before,
+    mcpx wrote ``"id":null``, which the client's schema rejects."""
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"_meta": META, "requestId": 1}}
+    bare = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    with Proxy(f"http://127.0.0.1:{everything.port}", tmp_path) as px:
+        c = Client(px.port)
+        got = [c.post(note, {"mcp-method": "notifications/cancelled"}), c.post(bare, {"mcp-protocol-version": NEW})]
+        recs = [(r["direction"], r["pointer"], r["action"], r["rule"], r["detail"]) for r in px.changes()]
+    assert [(st, h["content-type"], body) for st, h, body in got] == [
+        (400, "application/json", b'{"jsonrpc":"2.0","error":{"code":-32020,"message":"MCP-Protocol-Version header does not match '
+                                  b'params._meta protocolVersion"}}'),
+        (400, "application/json", b'{"jsonrpc":"2.0","error":{"code":-32602,"message":"params._meta must carry '
+                                  b'io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"}}'),
+    ]
+    assert all(message_errors(NEW, orjson.loads(body), None) == [] for _, _, body in got)
+    assert recs == [
+        ("c2s", "", "answer-locally", "TR-protocol-version-header", "refused as a 2026-07-28 server does: HTTP 400, -32020 "
+         "MCP-Protocol-Version header does not match params._meta protocolVersion"),
+        ("c2s", "", "answer-locally", "META-protocolVersion", "refused as a 2026-07-28 server does: HTTP 400, -32602 "
+         "params._meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"),
+    ]
+    # nothing reached the server but mcpx's era probe
+    assert [json.loads(f.request.get_content()).get("method") for f in own(px)] == ["server/discover"]

@@ -232,7 +232,9 @@ class Client2026Bridge:
         method = msg.get("method")
 
         def refuse(status: int, code: int, message: str, rule: str, data: dict | None = None) -> Answer:
-            return self._refuse(exch, rid, status, code, message, rule, data)
+            # a notification has no id to answer under: the error carries none (2026-07-28
+            # JSONRPCErrorResponse.id is an optional RequestId, a string or a number: never null)
+            return self._refuse(exch, rid if kind == "request" else NO_ID, status, code, message, rule, data)
 
         if not isinstance(meta.get("io.modelcontextprotocol/protocolVersion"), str) \
                 or not isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict):
