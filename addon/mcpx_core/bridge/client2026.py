@@ -628,7 +628,29 @@ class Client2026Bridge:
                     logger.info(f"mcpx: resources/unsubscribe {uri} after a listen: {e}")
 
         stream = await self.answers.open(on_close=ended)
-        transform = ListenStream(listen, lambda changes: self.rw.record(exch, changes, "s2c", s.server_rev, LATEST))
+        def server_request(m: dict) -> None:
+            # a request the legacy server sends on its GET stream (ping, roots/list, ...): a 2026-07-28
+            # client takes none, and the server waits for an answer: mcpx answers on the client's behalf,
+            # as it does for one sent during a call (ping {}, anything else -32601)
+            ping = m.get("method") == "ping"
+            answer = {"jsonrpc": "2.0", "id": m.get("id"), **({"result": {}} if ping else {"error": {
+                "code": -32601, "message": f"Method not found: {m.get('method')} (no 2026-07-28 equivalent; answered by mcpx)"}})}
+            self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="LC-ping" if ping else "MRTR-server-requests-removed",
+                                         before=f"{m.get('method')} id={m.get('id')!r} on the upstream GET stream",
+                                         detail="answered {} on the client's behalf" if ping else
+                                         "no 2026-07-28 equivalent: -32601 on the client's behalf")],
+                           "s2c", s.server_rev, LATEST)
+
+            async def send() -> None:
+                try:
+                    await upstream.send(json_body.dumps(answer), self._headers(up), f"answer to server request id={m.get('id')!r} "
+                                        f"({m.get('method')}) on a 2026-07-28 listen's GET stream", timeout=60)
+                except Exception as e:
+                    logger.info(f"mcpx: answer to server request {m.get('id')!r} on a listen's GET stream: {e}")
+
+            self._tasks.add(asyncio.get_running_loop().create_task(send()))
+
+        transform = ListenStream(listen, lambda changes: self.rw.record(exch, changes, "s2c", s.server_rev, LATEST), server_request)
         for chunk in transform(None):
             stream.put(chunk)  # the acknowledgement, before anything comes from upstream
 
@@ -683,8 +705,10 @@ class ListenStream:
     KINDS = {"notifications/tools/list_changed": "toolsListChanged", "notifications/prompts/list_changed": "promptsListChanged",
              "notifications/resources/list_changed": "resourcesListChanged"}
 
-    def __init__(self, listen: "Listen", record):
+    def __init__(self, listen: "Listen", record, server_request=None):
         self.listen, self.record = listen, record
+        #: called with each JSON-RPC request the upstream stream carries (the server waits for its answer)
+        self.server_request = server_request
         self.parser = SSEParser()
         self.started = False
 
@@ -719,6 +743,8 @@ class ListenStream:
                 out.append(self._event({"jsonrpc": "2.0", "method": method, "params": params}))
                 self.record([Change(pointer="/params/_meta/io.modelcontextprotocol~1subscriptionId", action="synthesize",
                                     rule="META-subscriptionId", after=str(self.listen.sub_id))])
+            elif classify(m) == "request" and self.server_request is not None:
+                self.server_request(m)
             elif method == "notifications/message":
                 self.record([Change(pointer="", action="drop-message", rule="LOG-message-scope",
                                     before="notifications/message on the upstream GET stream",
