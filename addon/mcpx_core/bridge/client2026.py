@@ -457,6 +457,8 @@ class Client2026Bridge:
                     continue
                 if m.get("method") in EMBEDDED:
                     key = f"mcpx:{m.get('id')}"
+                    while key in held.waiting:  # ids 1 and "1" of one round: two requests, two keys
+                        key += "'"
                     held.waiting[key] = (m.get("id"), m.get("method"))
                     asks[key] = self._embedded(exch, m, s.server_rev)
                     if held.queue.empty():
