@@ -853,11 +853,7 @@ class SSERewriter:
         more, rest = self.parser.close()
         out = self._out(events + more, b"", b"")
         self._original.add(rest)
-        unfinished = f"{len(rest)} decoded bytes of an unfinished event and " if rest else ""
-        self.rewriter.passthrough(self.exch, "s2c", f"content-encoding: SSE stream does not decode from compressed byte "
-                                                    f"{self._received + failed.at} on ({type(failed.error).__name__}: {failed.error}); "
-                                                    f"delivered: the complete events before it; not delivered: {unfinished}"
-                                                    "the rest of the stream (the client was told it is not encoded)")
+        self.rewriter.passthrough(self.exch, "s2c", undecodable_detail(self._received + failed.at, failed, len(rest)))
         return out
 
     def _out(self, events: list[Event], rest: bytes, raw: bytes) -> bytes:
@@ -932,6 +928,15 @@ def declares_json(content_type: str | None) -> bool:
     parameters such as ``charset`` ignored)."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def undecodable_detail(at: int, failed: DecodeFailed, unfinished: int) -> str:
+    """The passthrough record of an SSE answer that stops decoding (its Content-Encoding) from
+    compressed byte ``at`` on, ``unfinished`` decoded bytes of an event held back."""
+    held = f"{unfinished} decoded bytes of an unfinished event and " if unfinished else ""
+    return (f"content-encoding: SSE stream does not decode from compressed byte {at} on ({type(failed.error).__name__}: "
+            f"{failed.error}); delivered: the complete events before it; not delivered: {held}the rest of the stream "
+            "(the client was told it is not encoded)")
 
 
 def summ_event(ev: Event) -> str:
