@@ -227,8 +227,6 @@ class Rewriter:
         parsed = self._parse(exch, body, "c2s", looks_mcp) if method == "POST" else None
         messages = parsed.messages if parsed is not None else []
         jsonrpc = [m for m in messages if classify(m)]
-        if parsed is not None and not jsonrpc and exch.is_mcp:
-            self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
         if jsonrpc:
             exch.is_mcp = True
         init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
@@ -238,6 +236,12 @@ class Rewriter:
         # server gets its own id, never mcpx's token, and answers as it would directly)
         named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
         found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live)
+        if parsed is not None and not jsonrpc and exch.is_mcp and not isinstance(found, Unknown):
+            # ({}, [], "jsonrpc": "1.0"): not a message, nor a batch, whatever its shape; named by its session
+            # (a session id mcpx cannot open is answered 404 below: nothing is forwarded, that record says so)
+            prev, exch.session = exch.session, found if isinstance(found, Session) else exch.session
+            self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
+            exch.session = prev
         match found:
             case Unknown(reason=reason):
                 exch.is_mcp = True
@@ -761,12 +765,15 @@ class Rewriter:
                 return ev.raw
         batch = isinstance(value, list)
         messages = value if batch else [value]
+        if not any(classify(m) for m in messages):
+            # ({}, [], [5], "jsonrpc": "1.0"): no message, and an array of none is no batch to split (JSON-RPC
+            # 2.0: an empty array is an invalid request); the event as it came
+            self.passthrough(exch, "s2c", "SSE event data holds no JSON-RPC 2.0 message")
+            return ev.raw
         out, changed = self._s2c_messages(exch, messages, source=ev.payload)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
         one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)  # RPC-batch-response
         if not (changed or one_per_event):
-            if not any(classify(m) for m in messages):
-                self.passthrough(exch, "s2c", "SSE event data holds no JSON-RPC 2.0 message")
             return ev.raw
         if batch and not one_per_event:
             payloads = [self._write(exch, "s2c", out, ev.payload, "SSE event: ")] if out else []
