@@ -806,6 +806,7 @@ class SSERewriter:
         #: the encoding failed (:meth:`_undecodable`): nothing more is delivered
         self.undecodable = False
         self._received = 0  # compressed bytes decoded so far
+        self._lf_written = False  # the last event was rewritten with CRLF line ends though only its blank line's CR came
         self.keep = keep
         self._original = _Kept(keep)
         self._delivered = _Kept(keep)
@@ -866,11 +867,23 @@ class SSERewriter:
     def _out(self, events: list[Event], rest: bytes, raw: bytes) -> bytes:
         parts = []
         for ev in events:
+            if ev.crlf_rest:  # the LF after the CR that ended the last event (framing/sse.py)
+                if not self._lf_written:
+                    parts.append(ev.raw)
+                self._lf_written = False
+                continue
+            self._lf_written = False
+            if ev.open_cr:
+                # its blank line's CR came last, an LF may follow: if the event is rewritten, its lines
+                # end in CRLF, as when the LF came with it, and that LF is then not written again
+                ev.terminator = b"\r\n"
             try:
-                parts.append(self.rewriter.sse_event(self.exch, ev))
+                out = self.rewriter.sse_event(self.exch, ev)
             except Exception as e:  # never lose an event
                 self.rewriter.passthrough(self.exch, "s2c", f"SSE rewrite failed: {type(e).__name__}: {e}")
-                parts.append(ev.raw)
+                out = ev.raw
+            self._lf_written = ev.open_cr and out is not ev.raw
+            parts.append(out)
         if rest:
             parts.append(rest)
         data = b"".join(parts)

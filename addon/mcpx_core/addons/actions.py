@@ -58,7 +58,8 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     def take(evs: list) -> None:
         for ev in evs:
             if answered.done():
-                late.append(1)
+                if not ev.crlf_rest:  # (the LF of the answering event's last CRLF is no event)
+                    late.append(1)
                 continue
             events.append(ev.raw)
             if ev.payload is not None and not ev.blank() and not ev.oversize and _answers(ev.payload, rid):
