@@ -187,3 +187,25 @@ def test_a_client_post_that_does_not_decode_is_forwarded_with_a_record(tmp_path,
             c.close()
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("name", ["gzip-members", "gzip-members-one-read", "gzip-members-zero-padded"])
+def test_a_gzip_stream_of_several_members_delivers_every_event(tmp_path, name):
+    """A gzip body is a series of members (RFC 1952 2.2), e.g. from a server that compresses each event
+    on its own; Node's gunzip (the TypeScript SDK's fetch) reads every one. mcpx's streamed decoder
+    stopped at the end of the first (a zlib decompressor does): every event after it was dropped, with
+    no record. Now each member is decoded in turn, zero padding between them skipped."""
+    a, b = gzip.compress(PROGRESS, mtime=0), gzip.compress(RESULT, mtime=0)
+    chunks = {"gzip-members": [a, b], "gzip-members-one-read": [a + b], "gzip-members-zero-padded": [a + b"\0\0", b + b"\0"]}[name]
+    srv = LoopbackServer(type("H", (Handler,), {"ENCODING": "gzip", "CHUNKS": chunks}))
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            c = Client(px.port)
+            c.initialize(REV)
+            status, headers, body = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+            assert (status, "content-encoding" in headers, body) == (200, False, PROGRESS + RESULT)
+            c.close()
+        assert px.changes() == []
+    finally:
+        srv.stop()
+

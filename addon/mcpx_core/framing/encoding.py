@@ -31,7 +31,12 @@ class DecodeFailed(ValueError):
 
 class _Zlib:
     """gzip (``wbits`` 31) or deflate (zlib-wrapped, or raw when ``wbits`` is None: decided on the
-    first byte, since some servers send raw deflate under that name)."""
+    first byte, since some servers send raw deflate under that name).
+
+    A gzip body is a series of members (RFC 1952 2.2; e.g. a server that compresses each event on its
+    own), zero bytes may pad its end (as Python's gzip module reads them): each member is decoded in
+    turn (a zlib decompressor stops at the end of the first). Bytes after the end of a deflate
+    stream, or after a gzip member that do not start another, do not decode (:class:`DecodeFailed`)."""
 
     __slots__ = ("wbits", "d")
 
@@ -44,18 +49,36 @@ class _Zlib:
             if not chunk:
                 return b""
             self.d = zlib.decompressobj(zlib.MAX_WBITS if chunk[:1] == b"\x78" else -zlib.MAX_WBITS)
-        before = self.d.copy()
-        try:
-            return self.d.decompress(chunk)
-        except zlib.error as e:
-            out, view, at = [], memoryview(chunk), 0
-            while at < len(chunk):  # the fault found to the byte, on the state before this chunk
-                try:
-                    out.append(before.decompress(view[at:at + 1]))
-                except zlib.error:
+        out: list[bytes] = []
+        view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the members before
+        while done < len(chunk):
+            if self.d.eof:
+                if self.wbits != _GZIP:
+                    raise DecodeFailed(zlib.error("data after the end of the deflate stream"), done, b"".join(out))
+                while done < len(chunk) and chunk[done] == 0:  # zero padding
+                    done += 1
+                if done == len(chunk):
                     break
-                at += 1
-            raise DecodeFailed(e, at, b"".join(out)) from None
+                self.d = zlib.decompressobj(self.wbits)  # the next gzip member
+            before = self.d.copy()
+            try:
+                out.append(self.d.decompress(view[done:]))
+            except zlib.error as e:
+                at = done
+                while at < len(chunk):  # the fault found to the byte, on the state before this member's bytes
+                    try:
+                        out.append(before.decompress(view[at:at + 1]))
+                    except zlib.error:
+                        break
+                    at += 1
+                raise DecodeFailed(e, at, b"".join(out)) from None
+            if not self.d.eof:
+                break
+            done = len(chunk) - len(self.d.unused_data)
+        return b"".join(out)
+
+
+_GZIP = 16 + zlib.MAX_WBITS
 
 
 class _Opaque:
@@ -110,8 +133,8 @@ def _zstd() -> Callable[[bytes], bytes]:
 
 
 _FACTORIES = {
-    "gzip": lambda: _Zlib(16 + zlib.MAX_WBITS),
-    "x-gzip": lambda: _Zlib(16 + zlib.MAX_WBITS),
+    "gzip": lambda: _Zlib(_GZIP),
+    "x-gzip": lambda: _Zlib(_GZIP),
     "deflate": lambda: _Zlib(None),
     "br": _br,
     "zstd": _zstd,
