@@ -85,3 +85,16 @@ def test_bytes_after_the_end_of_a_compressed_stream_do_not_decode(enc, wire, why
     with pytest.raises(DecodeFailed) as e:
         stream_decoder(enc)(wire)
     assert (e.value.partial, str(e.value)) == (EV1, why)
+
+
+def test_zstd_frames_are_decoded_in_turn_however_cut():
+    """RFC 8878 3.1: zstd data is one or more frames. Before, a second frame in the same read was kept
+    aside by the decompressor and dropped with no record (in a later read it was refused: EOFError)."""
+    from backports import zstd
+    wire = zstd.compress(EV1) + zstd.compress(EV2)
+    for cut in range(len(wire) + 1):
+        d = stream_decoder("zstd")
+        assert d(wire[:cut]) + d(wire[cut:]) == EV1 + EV2
+    with pytest.raises(DecodeFailed) as e:
+        stream_decoder("zstd")(zstd.compress(EV1) + b"\xff\xff not zstd")
+    assert (e.value.at, e.value.partial) == (len(zstd.compress(EV1)), EV1)

@@ -10,7 +10,10 @@ before the fault decode to: the caller can still deliver the events they complet
 deliver nothing after (the client was told the body is not encoded). gzip and deflate find the
 fault to the byte (the zlib state is copied before each chunk, ~1.4 us, and on a fault the copy
 is fed the chunk one byte at a time); a brotli or zstd decoder has no copy: nothing of the
-failing chunk is decoded.
+failing chunk is decoded (for zstd: nothing of its failing frame).
+
+gzip members and zstd frames that follow one another (a server compressing each event on its own)
+are each decoded in turn; what follows the end of a deflate or brotli stream does not decode.
 """
 
 from __future__ import annotations
@@ -124,12 +127,35 @@ def _br() -> Callable[[bytes], bytes]:
     return _Opaque(brotli.Decompressor().process)
 
 
-def _zstd() -> Callable[[bytes], bytes]:
-    try:  # the same zstd module mitmproxy itself uses (mitmproxy/net/encoding.py)
-        from compression import zstd  # Python >= 3.14
-    except ImportError:
-        from backports import zstd
-    return _Opaque(zstd.ZstdDecompressor().decompress)
+class _Zstd:
+    """zstd: one or more frames (RFC 8878 3.1), decoded in turn (a decompressor stops at the end of the
+    first: it keeps the rest of that chunk aside, and refuses the next chunk). A failing chunk decodes
+    to what its frames before the failing one gave."""
+
+    __slots__ = ("new", "d")
+
+    def __init__(self):
+        try:  # the same zstd module mitmproxy itself uses (mitmproxy/net/encoding.py)
+            from compression import zstd  # Python >= 3.14
+        except ImportError:
+            from backports import zstd
+        self.new = zstd.ZstdDecompressor
+        self.d = self.new()
+
+    def __call__(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the frames before
+        while done < len(chunk):
+            if self.d.eof:
+                self.d = self.new()  # the next frame
+            try:
+                out.append(self.d.decompress(view[done:]))
+            except Exception as e:  # zstd.ZstdError
+                raise DecodeFailed(e, done, b"".join(out)) from None
+            if not self.d.eof:
+                break
+            done = len(chunk) - len(self.d.unused_data)
+        return b"".join(out)
 
 
 _FACTORIES = {
@@ -137,7 +163,7 @@ _FACTORIES = {
     "x-gzip": lambda: _Zlib(_GZIP),
     "deflate": lambda: _Zlib(None),
     "br": _br,
-    "zstd": _zstd,
+    "zstd": _Zstd,
     "identity": lambda: (lambda b: b),
 }
 
