@@ -227,8 +227,6 @@ class Rewriter:
         parsed = self._parse(exch, body, "c2s", looks_mcp) if method == "POST" else None
         messages = parsed.messages if parsed is not None else []
         jsonrpc = [m for m in messages if classify(m)]
-        if parsed is not None and not jsonrpc and exch.is_mcp:
-            self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
         if jsonrpc:
             exch.is_mcp = True
         init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
@@ -238,6 +236,12 @@ class Rewriter:
         # server gets its own id, never mcpx's token, and answers as it would directly)
         named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
         found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live)
+        if parsed is not None and not jsonrpc and exch.is_mcp and not isinstance(found, Unknown):
+            # ({}, [], "jsonrpc": "1.0"): not a message, nor a batch, whatever its shape; named by its session
+            # (a session id mcpx cannot open is answered 404 below: nothing is forwarded, that record says so)
+            prev, exch.session = exch.session, found if isinstance(found, Session) else exch.session
+            self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
+            exch.session = prev
         match found:
             case Unknown(reason=reason):
                 exch.is_mcp = True
@@ -761,12 +765,15 @@ class Rewriter:
                 return ev.raw
         batch = isinstance(value, list)
         messages = value if batch else [value]
+        if not any(classify(m) for m in messages):
+            # ({}, [], [5], "jsonrpc": "1.0"): no message, and an array of none is no batch to split (JSON-RPC
+            # 2.0: an empty array is an invalid request); the event as it came
+            self.passthrough(exch, "s2c", "SSE event data holds no JSON-RPC 2.0 message")
+            return ev.raw
         out, changed = self._s2c_messages(exch, messages, source=ev.payload)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
         one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)  # RPC-batch-response
         if not (changed or one_per_event):
-            if not any(classify(m) for m in messages):
-                self.passthrough(exch, "s2c", "SSE event data holds no JSON-RPC 2.0 message")
             return ev.raw
         if batch and not one_per_event:
             payloads = [self._write(exch, "s2c", out, ev.payload, "SSE event: ")] if out else []
@@ -799,6 +806,7 @@ class SSERewriter:
         #: the encoding failed (:meth:`_undecodable`): nothing more is delivered
         self.undecodable = False
         self._received = 0  # compressed bytes decoded so far
+        self._lf_written = False  # the last event was rewritten with CRLF line ends though only its blank line's CR came
         self.keep = keep
         self._original = _Kept(keep)
         self._delivered = _Kept(keep)
@@ -853,21 +861,29 @@ class SSERewriter:
         more, rest = self.parser.close()
         out = self._out(events + more, b"", b"")
         self._original.add(rest)
-        unfinished = f"{len(rest)} decoded bytes of an unfinished event and " if rest else ""
-        self.rewriter.passthrough(self.exch, "s2c", f"content-encoding: SSE stream does not decode from compressed byte "
-                                                    f"{self._received + failed.at} on ({type(failed.error).__name__}: {failed.error}); "
-                                                    f"delivered: the complete events before it; not delivered: {unfinished}"
-                                                    "the rest of the stream (the client was told it is not encoded)")
+        self.rewriter.passthrough(self.exch, "s2c", undecodable_detail(self._received + failed.at, failed, len(rest)))
         return out
 
     def _out(self, events: list[Event], rest: bytes, raw: bytes) -> bytes:
         parts = []
         for ev in events:
+            if ev.crlf_rest:  # the LF after the CR that ended the last event (framing/sse.py)
+                if not self._lf_written:
+                    parts.append(ev.raw)
+                self._lf_written = False
+                continue
+            self._lf_written = False
+            if ev.open_cr:
+                # its blank line's CR came last, an LF may follow: if the event is rewritten, its lines
+                # end in CRLF, as when the LF came with it, and that LF is then not written again
+                ev.terminator = b"\r\n"
             try:
-                parts.append(self.rewriter.sse_event(self.exch, ev))
+                out = self.rewriter.sse_event(self.exch, ev)
             except Exception as e:  # never lose an event
                 self.rewriter.passthrough(self.exch, "s2c", f"SSE rewrite failed: {type(e).__name__}: {e}")
-                parts.append(ev.raw)
+                out = ev.raw
+            self._lf_written = ev.open_cr and out is not ev.raw
+            parts.append(out)
         if rest:
             parts.append(rest)
         data = b"".join(parts)
@@ -932,6 +948,15 @@ def declares_json(content_type: str | None) -> bool:
     parameters such as ``charset`` ignored)."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def undecodable_detail(at: int, failed: DecodeFailed, unfinished: int) -> str:
+    """The passthrough record of an SSE answer that stops decoding (its Content-Encoding) from
+    compressed byte ``at`` on, ``unfinished`` decoded bytes of an event held back."""
+    held = f"{unfinished} decoded bytes of an unfinished event and " if unfinished else ""
+    return (f"content-encoding: SSE stream does not decode from compressed byte {at} on ({type(failed.error).__name__}: "
+            f"{failed.error}); delivered: the complete events before it; not delivered: {held}the rest of the stream "
+            "(the client was told it is not encoded)")
 
 
 def summ_event(ev: Event) -> str:

@@ -65,6 +65,10 @@ class _Own:
     """A flow mcpx sends: the chunk callback for its streamed (SSE) response, if any."""
 
     on_chunk: Callable[[bytes], None] | None = None
+    #: called once when the streamed response stops decoding (its Content-Encoding), instead of the
+    #: final ``on_chunk(b"")``: the :class:`~mcpx_core.framing.encoding.DecodeFailed` and the offset
+    #: of the compressed byte from which nothing decoded
+    on_undecodable: Callable[[Any, int], None] | None = None
     received: list[bytes] = field(default_factory=list)
     streamed: bool = False
     #: the response's bytes as received (encoded), while they fit in :attr:`Sender.keep`
@@ -135,11 +139,16 @@ class Sender:
 
     async def send(self, parent: http.HTTPFlow, method: str, body: bytes | None, headers: dict[str, str], purpose: str,
                    *, timeout: float = 60.0, on_chunk: Callable[[bytes], None] | None = None,
-                   stop: asyncio.Future | None = None, url: str | None = None) -> Reply:
+                   stop: asyncio.Future | None = None, url: str | None = None,
+                   on_undecodable: Callable[[Any, int], None] | None = None) -> Reply:
         """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
 
         ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
-        arrives (the body is then not stored on the flow); ``stop``: a future that, once done,
+        arrives (the body is then not stored on the flow; a stream whose Content-Encoding stops decoding
+        ends there for ``on_chunk``: what decoded before the fault, then ``b""``, or, when
+        ``on_undecodable`` is given, that instead of ``b""``, with the
+        :class:`~mcpx_core.framing.encoding.DecodeFailed` and the compressed byte from which nothing
+        decoded; never an exception in mitmproxy's stream); ``stop``: a future that, once done,
         ends the wait early (the request runs on in the background, up to ``timeout``); ``url``: the
         server's URL when it is not ``parent``'s (a flow redirected since). Raises :class:`UpstreamError`.
         """
@@ -155,7 +164,7 @@ class Sender:
         flow.is_replay = "request"
         flow.metadata["mcpx"] = {"origin": ORIGIN, "purpose": purpose, "for_flow": parent.id}
         flow.comment = f"mcpx: sent by mcpx: {purpose} (for flow {parent.id[:8]})"
-        own = self.own[flow.id] = _Own(on_chunk=on_chunk)
+        own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable)
         handler = ReplayHandler(flow, ctx.options)
         task = asyncio.get_running_loop().create_task(handler.replay())
         own.handler, own.task = handler, task
@@ -210,10 +219,14 @@ class Sender:
             return
         if flow.response.headers.get("content-type", "").split(";")[0].strip().lower() != "text/event-stream":
             return
-        from .framing.encoding import stream_decoder
+        from .framing.encoding import DecodeFailed, stream_decoder
         enc = flow.response.headers.get("content-encoding", "").strip().lower()
-        decoder = stream_decoder(enc) if enc and enc != "identity" else None
+        try:
+            decoder = stream_decoder(enc) if enc and enc != "identity" else None
+        except ValueError:  # an encoding mcpx cannot decode: the body is not streamed, on_chunk never called
+            return
         own.streamed = True
+        state = {"compressed": 0, "failed": False}
 
         def chunk(data: bytes) -> bytes:
             if data:
@@ -224,7 +237,26 @@ class Sender:
                     own.raw.clear()
             else:  # the end: the flow keeps its body, as an unstreamed one (mitmproxy keeps none of a stream)
                 self._keep_body(flow, own)
-            plain = decoder(data) if decoder is not None and data else data
+            if state["failed"]:  # nothing after a fault in the encoding reaches on_chunk
+                return data
+            try:
+                plain = decoder(data) if decoder is not None and data else data
+            except DecodeFailed as f:  # never an exception in mitmproxy's stream (its replay would crash)
+                state["failed"] = True
+                at = state["compressed"] + f.at
+                logger.info(f"mcpx: own request's SSE answer does not decode from compressed byte {at} on ({f})")
+                try:
+                    if f.partial:
+                        own.received.append(f.partial)
+                        own.on_chunk(f.partial)  # type: ignore[misc]
+                    if own.on_undecodable is not None:
+                        own.on_undecodable(f, at)
+                    else:
+                        own.on_chunk(b"")  # type: ignore[misc]
+                except Exception as e:
+                    logger.warning(f"mcpx: own request stream handler failed: {type(e).__name__}: {e}")
+                return data
+            state["compressed"] += len(data)
             if plain:
                 own.received.append(plain)
                 try:

@@ -187,3 +187,32 @@ def test_a_client_post_that_does_not_decode_is_forwarded_with_a_record(tmp_path,
             c.close()
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("name", ["gzip-members", "gzip-members-one-read", "gzip-members-zero-padded",
+                                  "zstd-frames", "zstd-frames-one-read"])
+def test_a_stream_of_several_gzip_members_or_zstd_frames_delivers_every_event(tmp_path, name):
+    """A gzip body is a series of members (RFC 1952 2.2), zstd data one or more frames (RFC 8878 3.1),
+    e.g. from a server that compresses each event on its own; Node's gunzip (the TypeScript SDK's
+    fetch) reads every member. mcpx's streamed decoders stopped at the end of the first: every event
+    after it was dropped, with no record when it came in the same read (a zstd frame in a later read
+    got the record of a stream that does not decode). Now each is decoded in turn, zero padding
+    between gzip members skipped."""
+    if name.startswith("gzip"):
+        a, b = gzip.compress(PROGRESS, mtime=0), gzip.compress(RESULT, mtime=0)
+    else:
+        from backports import zstd  # mitmproxy's own zstd module on Python < 3.14
+        a, b = zstd.compress(PROGRESS), zstd.compress(RESULT)  # a whole frame each
+    chunks = {"gzip-members": [a, b], "gzip-members-one-read": [a + b], "gzip-members-zero-padded": [a + b"\0\0", b + b"\0"],
+              "zstd-frames": [a, b], "zstd-frames-one-read": [a + b]}[name]
+    srv = LoopbackServer(type("H", (Handler,), {"ENCODING": name.split("-")[0], "CHUNKS": chunks}))
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            c = Client(px.port)
+            c.initialize(REV)
+            status, headers, body = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+            assert (status, "content-encoding" in headers, body) == (200, False, PROGRESS + RESULT)
+            c.close()
+        assert px.changes() == []
+    finally:
+        srv.stop()

@@ -149,3 +149,23 @@ def test_an_event_id_that_is_not_utf8_is_read_with_replacement_characters():
     are read as U+FFFD; the event's raw bytes stay as they came."""
     ev = SSEParser().feed(b"id: a\xffb\ndata: {}\n\n")[0]
     assert (ev.last_id, ev.raw, ev.payload) == ("a\ufffdb", b"id: a\xffb\ndata: {}\n\n", b"{}")
+
+
+@pytest.mark.parametrize("chunks,events", [
+    # the blank line's CR ends the last chunk: the event is out at once; an LF that follows is the rest of that CRLF
+    ([b"data: 1\r\r"], [(b"data: 1\r\r", True, False)]),
+    ([b"data: 1\r\n\r", b"\ndata: 2\n\n"], [(b"data: 1\r\n\r", True, False), (b"\n", False, True), (b"data: 2\n\n", False, False)]),
+    ([b"data: 1\r\r", b"data: 2\r\r"], [(b"data: 1\r\r", True, False), (b"data: 2\r\r", True, False)]),
+    # a CR that ends a data line at a chunk end: an LF after it ends that line, it is no blank line
+    ([b"data: 1\r", b"\ndata: 2\r\n\r\n"], [(b"data: 1\r\ndata: 2\r\n\r\n", False, False)]),
+    ([b"data: 1\r", b"\n", b"\r\n"], [(b"data: 1\r\n\r\n", False, False)]),
+])
+def test_an_event_whose_blank_line_ends_in_cr_at_a_chunk_end_is_not_held(chunks, events):
+    """WHATWG HTML 9.2.6: a CR ends a line; an SSE client dispatches the event on its blank line's CR.
+    SSEParser gives the event at once (``open_cr``) and an LF that opens the next chunk by itself
+    (``crlf_rest``), instead of holding the event until the next bytes come."""
+    parser = SSEParser()
+    got = [e for c in chunks for e in parser.feed(c)]
+    assert [(e.raw, e.open_cr, e.crlf_rest) for e in got] == events
+    assert parser.close() == ([], b"")
+    assert [e.data for e in got if not e.crlf_rest] == [e.data for e in SSEParser().feed(b"".join(chunks))]

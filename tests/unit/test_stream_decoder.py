@@ -66,3 +66,35 @@ def test_the_stream_rewriter_delivers_complete_events_then_nothing():
                         "(error: Error -3 while decompressing data: invalid block type); delivered: the complete events "
                         "before it; not delivered: 10 decoded bytes of an unfinished event and the rest of the stream "
                         "(the client was told it is not encoded)")]
+
+
+def test_gzip_members_are_decoded_in_turn_however_cut():
+    """RFC 1952 2.2: a gzip body is a series of members; zero bytes may pad the end of one."""
+    wire = gzip.compress(EV1, mtime=0) + b"\0\0" + gzip.compress(EV2, mtime=0) + b"\0"
+    for cut in range(len(wire) + 1):
+        d = stream_decoder("gzip")
+        assert d(wire[:cut]) + d(wire[cut:]) == EV1 + EV2
+
+
+@pytest.mark.parametrize("enc,wire,why", [
+    ("gzip", gzip.compress(EV1, mtime=0) + b"garbage", "error: Error -3 while decompressing data: incorrect header check"),
+    ("deflate", zlib.compress(EV1) + b"x", "error: data after the end of the deflate stream"),
+], ids=["gzip", "deflate"])
+def test_bytes_after_the_end_of_a_compressed_stream_do_not_decode(enc, wire, why):
+    """Before, a zlib decompressor kept them aside (``unused_data``) and they were dropped with no record."""
+    with pytest.raises(DecodeFailed) as e:
+        stream_decoder(enc)(wire)
+    assert (e.value.partial, str(e.value)) == (EV1, why)
+
+
+def test_zstd_frames_are_decoded_in_turn_however_cut():
+    """RFC 8878 3.1: zstd data is one or more frames. Before, a second frame in the same read was kept
+    aside by the decompressor and dropped with no record (in a later read it was refused: EOFError)."""
+    from backports import zstd
+    wire = zstd.compress(EV1) + zstd.compress(EV2)
+    for cut in range(len(wire) + 1):
+        d = stream_decoder("zstd")
+        assert d(wire[:cut]) + d(wire[cut:]) == EV1 + EV2
+    with pytest.raises(DecodeFailed) as e:
+        stream_decoder("zstd")(zstd.compress(EV1) + b"\xff\xff not zstd")
+    assert (e.value.at, e.value.partial) == (len(zstd.compress(EV1)), EV1)

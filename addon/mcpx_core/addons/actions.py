@@ -14,8 +14,9 @@ from mitmproxy import http
 from .. import revisions, upstream
 from ..changes import Change
 from ..framing import json_body
+from ..framing.encoding import stream_decoder
 from ..framing.sse import SSEParser
-from ..rewrite import Exchange, SSERewriter
+from ..rewrite import Exchange, SSERewriter, undecodable_detail
 from ..session import SESSION_HEADER, VERSION_HEADER
 from .headers import header_fields
 from .state import State
@@ -47,35 +48,63 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
             return
     loop = asyncio.get_running_loop()
     answered: asyncio.Future = loop.create_future()
-    parser = SSEParser()
+    # the SSE answer is read as any SSE answer is (SSERewriter, below: the same events, the same bound, the
+    # same records), only up to the event that answers the initialize: the client's answer ends there
+    parser = SSEParser(st.max_body)
     events: list[bytes] = []
     late: list[int] = []
+    undecodable: list[str] = []  # the record of a stream that stopped decoding before the answer
 
-    def on_chunk(chunk: bytes) -> None:
-        evs = parser.feed(chunk) if chunk else parser.close()[0]
+    def take(evs: list) -> None:
         for ev in evs:
             if answered.done():
-                late.append(1)
+                if not ev.crlf_rest:  # (the LF of the answering event's last CRLF is no event)
+                    late.append(1)
                 continue
             events.append(ev.raw)
-            if ev.payload is not None and not ev.blank() and _answers(ev.payload, rid):
+            if ev.payload is not None and not ev.blank() and not ev.oversize and _answers(ev.payload, rid):
                 answered.set_result(True)
+
+    def on_chunk(chunk: bytes) -> None:
+        evs, tail = (parser.feed(chunk), b"") if chunk else parser.close()
+        take(evs)
         if chunk == b"":
             if not answered.done():
+                # the bytes of an event the stream ended inside: the client gets them as from any SSE
+                # answer, untouched and with the same record (SSERewriter, below)
+                events.append(tail)
                 answered.set_result(False)
-            elif late:
-                st.rewriter.passthrough(exch, "s2c", f"{len(late)} SSE events the server sent after the initialize "
-                                                      "result, on a stream mcpx had answered: not delivered")
+            elif late or tail:  # what came after the answer, on a stream the client's answer no longer carries
+                st.rewriter.passthrough(exch, "s2c", _late_record(len(late), len(tail)))
+
+    def on_undecodable(failed, at: int) -> None:
+        # as SSERewriter._undecodable: the complete events that decoded, an unfinished one held back, nothing after
+        evs, tail = parser.close()
+        take(evs)
+        if not answered.done():
+            undecodable.append(undecodable_detail(at, failed, len(tail)))
+            answered.set_result(False)
+            return
+        if late or tail:
+            st.rewriter.passthrough(exch, "s2c", _late_record(len(late), len(tail)))
+        st.rewriter.passthrough(exch, "s2c", f"content-encoding: SSE stream does not decode from compressed byte {at} on "
+                                             f"({type(failed.error).__name__}: {failed.error}), after the initialize "
+                                             "result, on a stream mcpx had answered: nothing after it read")
 
     try:
         reply = await st.sender.send(flow, "POST", flow.request.raw_content, st.sender.copy_headers(flow),
-                                     "initialize, to seal the session", timeout=120, on_chunk=on_chunk, stop=answered)
+                                     "initialize, to seal the session", timeout=120, on_chunk=on_chunk, stop=answered,
+                                     on_undecodable=on_undecodable)
     except upstream.UpstreamError as e:
         st.rewriter.passthrough(exch, "c2s", f"initialize not sent: {e.reason}")
         flow.response = http.Response.make(502, json_body.dumps(_error(rid, -32603, f"mcpx could not reach the server: {e.reason}")),
                                            {"content-type": "application/json"})
         return
     sse = reply.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+    resp = reply.flow.response
+    raw = resp.raw_content if resp.raw_content is not None else reply.body
+    if sse and not resp.stream:  # not streamed to on_chunk (a Content-Encoding mcpx cannot decode): as it came
+        events[:] = [reply.body]
     if bridge is not None and era.refuses_legacy(reply.status, reply.headers.get("content-type", ""),
                                                  b"".join(events) if sse else reply.body):
         # LC-initialize: the refusal of a 2026-07-28-only server (tests/peers/BRIDGING.md 1)
@@ -88,15 +117,33 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     elif 200 <= reply.status < 300:
         st.rewriter.era.learn(exch.origin, speaks_legacy=True)
     exch.answered = True
-    if sse:
+    # the client gets what any answer delivers: an answer mcpx leaves as it is arrives as the server sent it
+    # (its Content-Encoding included), a rewritten or streamed (decoded) one without Content-Encoding
+    hop = _RESPONSE_HOP
+    if sse and not resp.stream:
+        hop = hop - {"content-encoding"}
+        original = body = raw
+        try:
+            stream_decoder(reply.headers.get("content-encoding", ""))
+            why = "SSE answer not streamed"  # (not expected: mcpx streams every SSE answer it can decode)
+        except ValueError as e:
+            why = str(e)
+        st.rewriter.passthrough(exch, "s2c", f"{why}: SSE stream forwarded untouched")
+    elif sse:
         original = b"".join(events)
-        body = SSERewriter(st.rewriter, exch).whole(original)
+        body = SSERewriter(st.rewriter, exch, max_event=st.max_body).whole(original)
+        for why in undecodable:
+            st.rewriter.passthrough(exch, "s2c", why)
     else:
         original = reply.body
         new = st.rewriter.response_json(exch, original, reply.headers.get("content-type", "")) if original else None
-        body = original if new is None else new
+        if new is None:
+            hop = hop - {"content-encoding"}
+            original = body = raw
+        else:
+            body = new
     token = st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
-    headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in _RESPONSE_HOP]
+    headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in hop]
     if token:
         headers.append(("Mcp-Session-Id", token))
     elif reply.flow.response.headers.get_all(SESSION_HEADER):
@@ -113,9 +160,27 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
         else:
             st.rewriter.passthrough(exch, "s2c", "initialize result not understood: session not sealed, "
                                                  "the server's Mcp-Session-Id passed to the client unchanged")
-    flow.response = http.Response.make(reply.status, body, header_fields(headers))
+    if any(k.lower() == "content-encoding" for k, _ in headers):  # the server's bytes, not encoded once more
+        flow.response = http.Response.make(reply.status, b"", ())  # (an empty content would drop Content-Encoding)
+        flow.response.headers = http.Headers(header_fields(headers))
+        flow.response.raw_content = body
+        flow.response.headers["content-length"] = str(len(body))
+    else:
+        flow.response = http.Response.make(reply.status, body, header_fields(headers))
     if body != original:
         st.keep_body(flow, "response", original)
+
+
+def _late_record(events: int, tail: int) -> str:
+    """The record of what the server sent on an initialize's SSE answer after the event that answered
+    it: ``events`` complete events, and ``tail`` bytes of an event the stream ended inside."""
+    after = "after the initialize result, on a stream mcpx had answered"
+    if not tail:
+        return f"{events} SSE events the server sent {after}: not delivered"
+    if not events:
+        return f"SSE stream ends inside an event (no blank line after it), {after}: its {tail} bytes not delivered"
+    return (f"{events} SSE events the server sent {after}, and the {tail} bytes of an unfinished event at its end "
+            "(no blank line after it): not delivered")
 
 
 def _legacy_initialize(flow: http.HTTPFlow, exch: Exchange) -> bool:

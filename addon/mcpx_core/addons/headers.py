@@ -38,3 +38,22 @@ def header_fields(pairs) -> list[tuple[bytes, bytes]]:
 
 def media_type(headers: dict[str, str]) -> str:
     return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+#: modules of the decoders whose error messages never quote the data (zlib, brotli, zstd)
+_DECODER_MODULES = ("zlib", "brotli", "_brotli", "backports.zstd", "compression.zstd", "_zstd")
+
+
+def decoded(message: http.Message) -> tuple[bytes | None, str | None]:
+    """(the body decoded as its Content-Encoding says, None) or (None, why it does not decode). The
+    reason is the decoder's error (mitmproxy's own message quotes the body's first bytes: not
+    logged); an error of another kind (an unknown or text codec) is named by its type only."""
+    try:
+        return message.get_content(strict=True), None
+    except ValueError as e:
+        cause = e.__context__
+        while cause is not None and type(cause).__module__ not in _DECODER_MODULES:
+            cause = cause.__context__
+        if cause is not None:
+            return None, f"{type(cause).__name__}: {cause}"
+        return None, type(e.__context__ or e).__name__

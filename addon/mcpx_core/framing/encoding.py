@@ -10,7 +10,10 @@ before the fault decode to: the caller can still deliver the events they complet
 deliver nothing after (the client was told the body is not encoded). gzip and deflate find the
 fault to the byte (the zlib state is copied before each chunk, ~1.4 us, and on a fault the copy
 is fed the chunk one byte at a time); a brotli or zstd decoder has no copy: nothing of the
-failing chunk is decoded.
+failing chunk is decoded (for zstd: nothing of its failing frame).
+
+gzip members and zstd frames that follow one another (a server compressing each event on its own)
+are each decoded in turn; what follows the end of a deflate or brotli stream does not decode.
 """
 
 from __future__ import annotations
@@ -31,7 +34,12 @@ class DecodeFailed(ValueError):
 
 class _Zlib:
     """gzip (``wbits`` 31) or deflate (zlib-wrapped, or raw when ``wbits`` is None: decided on the
-    first byte, since some servers send raw deflate under that name)."""
+    first byte, since some servers send raw deflate under that name).
+
+    A gzip body is a series of members (RFC 1952 2.2; e.g. a server that compresses each event on its
+    own), zero bytes may pad its end (as Python's gzip module reads them): each member is decoded in
+    turn (a zlib decompressor stops at the end of the first). Bytes after the end of a deflate
+    stream, or after a gzip member that do not start another, do not decode (:class:`DecodeFailed`)."""
 
     __slots__ = ("wbits", "d")
 
@@ -44,18 +52,36 @@ class _Zlib:
             if not chunk:
                 return b""
             self.d = zlib.decompressobj(zlib.MAX_WBITS if chunk[:1] == b"\x78" else -zlib.MAX_WBITS)
-        before = self.d.copy()
-        try:
-            return self.d.decompress(chunk)
-        except zlib.error as e:
-            out, view, at = [], memoryview(chunk), 0
-            while at < len(chunk):  # the fault found to the byte, on the state before this chunk
-                try:
-                    out.append(before.decompress(view[at:at + 1]))
-                except zlib.error:
+        out: list[bytes] = []
+        view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the members before
+        while done < len(chunk):
+            if self.d.eof:
+                if self.wbits != _GZIP:
+                    raise DecodeFailed(zlib.error("data after the end of the deflate stream"), done, b"".join(out))
+                while done < len(chunk) and chunk[done] == 0:  # zero padding
+                    done += 1
+                if done == len(chunk):
                     break
-                at += 1
-            raise DecodeFailed(e, at, b"".join(out)) from None
+                self.d = zlib.decompressobj(self.wbits)  # the next gzip member
+            before = self.d.copy()
+            try:
+                out.append(self.d.decompress(view[done:]))
+            except zlib.error as e:
+                at = done
+                while at < len(chunk):  # the fault found to the byte, on the state before this member's bytes
+                    try:
+                        out.append(before.decompress(view[at:at + 1]))
+                    except zlib.error:
+                        break
+                    at += 1
+                raise DecodeFailed(e, at, b"".join(out)) from None
+            if not self.d.eof:
+                break
+            done = len(chunk) - len(self.d.unused_data)
+        return b"".join(out)
+
+
+_GZIP = 16 + zlib.MAX_WBITS
 
 
 class _Opaque:
@@ -101,20 +127,43 @@ def _br() -> Callable[[bytes], bytes]:
     return _Opaque(brotli.Decompressor().process)
 
 
-def _zstd() -> Callable[[bytes], bytes]:
-    try:  # the same zstd module mitmproxy itself uses (mitmproxy/net/encoding.py)
-        from compression import zstd  # Python >= 3.14
-    except ImportError:
-        from backports import zstd
-    return _Opaque(zstd.ZstdDecompressor().decompress)
+class _Zstd:
+    """zstd: one or more frames (RFC 8878 3.1), decoded in turn (a decompressor stops at the end of the
+    first: it keeps the rest of that chunk aside, and refuses the next chunk). A failing chunk decodes
+    to what its frames before the failing one gave."""
+
+    __slots__ = ("new", "d")
+
+    def __init__(self):
+        try:  # the same zstd module mitmproxy itself uses (mitmproxy/net/encoding.py)
+            from compression import zstd  # Python >= 3.14
+        except ImportError:
+            from backports import zstd
+        self.new = zstd.ZstdDecompressor
+        self.d = self.new()
+
+    def __call__(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the frames before
+        while done < len(chunk):
+            if self.d.eof:
+                self.d = self.new()  # the next frame
+            try:
+                out.append(self.d.decompress(view[done:]))
+            except Exception as e:  # zstd.ZstdError
+                raise DecodeFailed(e, done, b"".join(out)) from None
+            if not self.d.eof:
+                break
+            done = len(chunk) - len(self.d.unused_data)
+        return b"".join(out)
 
 
 _FACTORIES = {
-    "gzip": lambda: _Zlib(16 + zlib.MAX_WBITS),
-    "x-gzip": lambda: _Zlib(16 + zlib.MAX_WBITS),
+    "gzip": lambda: _Zlib(_GZIP),
+    "x-gzip": lambda: _Zlib(_GZIP),
     "deflate": lambda: _Zlib(None),
     "br": _br,
-    "zstd": _zstd,
+    "zstd": _Zstd,
     "identity": lambda: (lambda b: b),
 }
 

@@ -10,6 +10,13 @@ Concatenating the ``raw`` of every event plus :meth:`SSEParser.close`'s tail giv
 Bounded: with ``max_event``, an event that grows beyond that many bytes is not buffered; it comes
 out in parts as it arrives (``Event.oversize``: 1 for the first part, 2 for the next ones), raw.
 
+A CR that is the last byte received ends its line at once (an SSE client dispatches an event on its
+blank line's CR, without waiting to see whether an LF follows): when it is an event's blank line,
+the event comes out now (``Event.open_cr``), and an LF that then starts the next chunk comes out by
+itself (``Event.crlf_rest``: the rest of that CRLF, no line of its own). So a server whose lines end
+in CR alone, and that keeps its stream open after an event (a request it waits on the client to
+answer), has that event delivered at once, not when its next bytes come.
+
 This module knows nothing of MCP.
 """
 
@@ -56,6 +63,10 @@ class Event:
     last_id: str | None = None
     terminator: bytes = b"\n"
     oversize: int = 0
+    #: the blank line that ended it is a CR that was the last byte received: an LF may follow, as the rest of that line end
+    open_cr: bool = False
+    #: only the LF that followed an ``open_cr`` event's CR (its line end was CRLF): raw ``b"\n"``, no line, no event
+    crlf_rest: bool = False
     _text: object = field(default=_UNDECODED, repr=False, compare=False)
 
     @property
@@ -139,11 +150,25 @@ class SSEParser:
         self.max_event = max_event
         self._skip: tuple[bool, bool] | None = None  # in an oversize event: (at line start, CR just seen)
         self._lf_owed = False  # an oversize event ended in CR at a chunk end: a next LF is its own
+        self._cr_end = False  # the last byte scanned was a CR that ended a line: a next LF belongs to that line end
 
     def feed(self, chunk: bytes) -> list[Event]:
         if not chunk:
             return []
         events: list[Event] = []
+        if self._cr_end:
+            self._cr_end = False
+            if chunk[:1] == b"\n":
+                if self._buf and self._lines:  # a line of the unfinished event: its line end is CRLF
+                    self._buf += b"\n"
+                    self._pos += 1
+                    a, b, c = self._lines[-1]
+                    self._lines[-1] = (a, b, c + 1)
+                else:  # the blank line of an event already out: the rest of its CRLF, by itself
+                    events.append(Event(raw=b"\n", crlf_rest=True))
+                chunk = chunk[1:]
+                if not chunk:
+                    return events
         if self._lf_owed:
             self._lf_owed = False
             if chunk[:1] == b"\n":
@@ -178,8 +203,9 @@ class SSEParser:
         if rest == b"\r":  # a lone CR at a line start is the blank line: that event is complete
             self._lf_owed = True
         else:
-            cr = rest.endswith(b"\r")
+            cr = rest.endswith(b"\r") or (rest == b"" and self._cr_end)  # (a CR just ended its last line)
             self._skip = (rest == b"" or cr, cr)
+        self._cr_end = False
         return ev
 
     def _skip_to_end(self, c: bytes) -> int:
@@ -216,7 +242,7 @@ class SSEParser:
         self._buf.clear()
         self._event_start = self._pos = self._clean = 0
         self._skip = None
-        self._lf_owed = False
+        self._lf_owed = self._cr_end = False
         self._lines = []
         return events, tail
 
@@ -228,13 +254,16 @@ class SSEParser:
         pos = self._pos
         ev_start = self._event_start
         lines = self._lines
+        open_cr = owed = False
         while pos < n:
+            open_cr = False
             start = max(pos, self._clean)
             lf = buf.find(b"\n", start)
             cr = buf.find(b"\r", start, lf if lf >= 0 else n)
             if cr >= 0:
-                if cr + 1 == n and not final:
-                    break  # a CR at the chunk end: wait to see whether LF follows
+                # a CR at the chunk end ends its line now (an LF that starts the next chunk is then the
+                # rest of this line end: feed); the loop ends after this line
+                open_cr = cr + 1 == n and not final
                 end, term_len = cr, (2 if cr + 1 < n and buf[cr + 1] == 0x0A else 1)
             elif lf >= 0:
                 end, term_len = lf, 1
@@ -254,8 +283,10 @@ class SSEParser:
             raw = bytes(buf[ev_start:pos])  # no copy when buf is a chunk holding just this event
             if self.max_event is not None and len(raw) > self.max_event:
                 events.append(Event(raw=raw, oversize=1))
+                owed = open_cr  # an LF that opens the next chunk is one more raw part of it
             else:
                 events.append(_make_event(raw, lines, bytes(buf[end:pos])))
+                events[-1].open_cr = open_cr
             lines = self._lines = []
             ev_start = pos
         if buf is self._buf:
@@ -267,6 +298,8 @@ class SSEParser:
         self._clean = max(0, self._clean - ev_start)
         self._event_start = 0
         self._pos = pos
+        self._cr_end = open_cr and not owed
+        self._lf_owed = self._lf_owed or owed
         return events
 
 
