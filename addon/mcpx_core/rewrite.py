@@ -93,8 +93,13 @@ class Exchange:
     answer_stream: Any = None
     #: why mcpx answered this flow itself (a bridge), shown in the views and the flow's comment
     answered_by: str | None = None
-    #: the disposition decided from the headers alone (a request body mitmproxy streams)
+    #: the disposition decided from the headers alone (a request body mitmproxy streams, or may)
     early: Disposition | None = None
+    #: records held back (:meth:`Rewriter.flush`): those of a disposition decided from the headers of a
+    #: body mitmproxy may or may not stream, logged only once it did (else the body decides, as for any request)
+    deferred: list | None = None
+    #: what puts such a request back as the client sent it (its headers, its route to the server)
+    undo: Callable[[], None] | None = None
     #: request ids mcpx gave the server (RPC-request-id-reuse) -> the client's own, put back on the answer
     id_map: dict = field(default_factory=dict)
     #: the record of a pinned initialize result, logged with that message's other changes
@@ -155,6 +160,9 @@ class Rewriter:
         :meth:`_one`), kept on the flow (up to :data:`FLOW_KEEP_MAX`), counted, handed to ``on_changes``."""
         if not changes:
             return
+        if exch.deferred is not None:
+            exch.deferred.append((changes, direction, msg, method, from_rev, to_rev, stamped))
+            return
         s = exch.session
         if not stamped:
             jid = _record_id(msg)
@@ -186,6 +194,12 @@ class Rewriter:
             s.dropped += dropped
         if self.on_changes:
             self.on_changes(exch, changes)
+
+    def flush(self, exch: Exchange) -> None:
+        """Log the records held back on ``exch`` (:attr:`Exchange.deferred`), and hold back no more."""
+        held, exch.deferred = exch.deferred, None
+        for args in held or ():
+            self._emit(exch, *args)
 
     def record(self, exch: Exchange, changes: list[Change], direction: str, from_rev: str | None, to_rev: str | None) -> None:
         """Log records made outside a message (e.g. header rules)."""

@@ -24,21 +24,43 @@ class ClientRequests:
     def __init__(self, state: State) -> None:
         self.state = state
 
-    def requestheaders(self, flow: http.HTTPFlow) -> None:
-        """A request whose body mitmproxy streams (larger than ``stream_large_bodies``, which mcpx
-        sets to ``mcpx_max_body``) has its headers sent before the ``request`` hook: its session
-        header is translated now (the body is not parsed anyway)."""
+    async def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """A request whose body mitmproxy streams has its headers sent before the ``request`` hook:
+        its session is judged, and its session header translated, now (the body is not parsed anyway).
+
+        mitmproxy streams a body larger than ``stream_large_bodies`` (which mcpx sets to
+        ``mcpx_max_body``): from its Content-Length before this hook, or, for a body of unknown length
+        (chunked, HTTP/2 without Content-Length), as soon as the part it has buffered grows past that
+        size, whatever this hook set. So a POST of unknown length is judged here too: its header edits
+        are made now and its records held back (:attr:`Exchange.deferred`); if it stays small, the
+        ``request`` hook puts it back as the client sent it and decides from its body, as for any request.
+
+        A request mcpx answers itself (an unknown session's 404) is routed to mcpx's own endpoint
+        (:meth:`AnswerStreams.answer`), which reads its body and gives the answer: no byte of it
+        reaches the server, however mitmproxy streams it."""
         st = self.state
-        if not flow.request.stream or upstream.is_own(flow):
+        req = flow.request
+        if upstream.is_own(flow) or not st.sender.available(flow):
             return
+        streams = bool(req.stream)
+        if not streams and not _length_unknown(req):
+            return  # read whole before the request hook: decided there, from the body
         exch = st.exchange(flow)
-        _, names = header_map(flow.request)
-        exch.early = st.rewriter.request(exch, flow.request.method, None, names, live=st.sender.available(flow))
+        if not streams:
+            exch.deferred = []
+            saved = req.headers.copy()
+
+            def undo() -> None:
+                req.headers = saved
+            exch.undo = undo
+        _, names = header_map(req)
+        exch.early = st.rewriter.request(exch, req.method, None, names, live=True)
         match exch.early:
             case Forward(set_headers=sets, remove_headers=removes):
-                _edit_headers(flow.request, sets, removes)
-            case AnswerLocally():
-                flow.request.stream = False  # a response cannot be set on a streamed request: read it, then answer
+                _edit_headers(req, sets, removes)
+            case AnswerLocally(status=status, body=payload, headers=headers):
+                await st.answers.ensure()
+                exch.undo = st.answers.answer(flow, status, payload, headers)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         st = self.state
@@ -49,12 +71,19 @@ class ClientRequests:
             return
         early = st.exchanges.get(flow.id)
         if early is not None and early.early is not None:
-            self._oversize(flow, early)
-            if isinstance(early.early, AnswerLocally):
-                early.answered = True
-                flow.response = http.Response.make(early.early.status, early.early.body, header_fields(early.early.headers))
-            st.annotate(flow, early)
-            return
+            if early.deferred is not None and not flow.request.stream:
+                # mitmproxy read the body whole (it stayed below stream_large_bodies): put the request
+                # back as the client sent it, forget what the headers alone said, and decide from the body
+                if early.undo is not None:
+                    early.undo()
+            else:
+                st.rewriter.flush(early)
+                if isinstance(early.early, AnswerLocally):
+                    early.answered = True  # mcpx's endpoint answers it (AnswerStreams.answer): nothing forwarded
+                else:
+                    self._oversize(flow, early)
+                st.annotate(flow, early)
+                return
         exch = st.exchange(flow)
         req = flow.request
         hv, names = header_map(req)
@@ -162,6 +191,15 @@ class ClientRequests:
             n = len(flow.request.raw_content) if flow.request.raw_content is not None else hv.get("content-length")
             size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
             self.state.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
+
+
+def _length_unknown(req: http.Request) -> bool:
+    """Whether a POST's body has a length mitmproxy does not know before reading it (chunked,
+    or HTTP/2 and HTTP/3 without Content-Length): mitmproxy streams it once it grows past
+    ``stream_large_bodies``."""
+    if req.method != "POST" or "content-length" in req.headers:
+        return False
+    return req.is_http2 or req.is_http3 or "transfer-encoding" in req.headers
 
 
 def _edit_headers(req: http.Request, sets: dict[str, str], removes: tuple[str, ...]) -> None:

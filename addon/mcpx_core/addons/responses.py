@@ -147,5 +147,7 @@ class ServerResponses:
         if upstream.is_own(flow):
             return
         exch, _ = st.forget(flow)
+        if exch is not None and exch.deferred is not None and flow.request.stream:
+            st.rewriter.flush(exch)  # it went on as its headers said (addons/requests.py requestheaders)
         if exch is not None and exch.is_mcp:
             st.annotate(flow, exch)
