@@ -91,6 +91,9 @@ class Exchange:
     streamed: bool = False
     #: that stream (:class:`mcpx_core.bridge.stream.AnswerStream`): what it delivered is the flow's body
     answer_stream: Any = None
+    #: mcpx sent this request's content to the server itself (an action of addons/actions.py): whatever
+    #: goes wrong after, mitmproxy must never forward the request as well
+    upstream_sent: bool = False
     #: why mcpx answered this flow itself (a bridge), shown in the views and the flow's comment
     answered_by: str | None = None
     #: the disposition decided from the headers alone (a request body mitmproxy streams, or may)

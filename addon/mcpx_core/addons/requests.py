@@ -126,12 +126,12 @@ class ClientRequests:
             case SplitBatch(members=members, set_headers=sets, remove_headers=removes):
                 _edit_headers(req, sets, removes)
                 if st.sender.available(flow):
-                    await split_batch(st, flow, exch, members)
+                    await self._act(flow, exch, "batch", split_batch(st, flow, exch, members))
                 else:  # offline replay (mitmdump -nr, FlowReader): never contact the server; the
                     # split record says what would be sent, the recorded response is rewritten as usual
                     logger.info(f"mcpx: offline flow: batch of {len(members)} messages not split upstream")
             case MintSession():
-                await mint_session(st, flow, exch)
+                await self._act(flow, exch, "initialize", mint_session(st, flow, exch), ", session not sealed")
             case Hold(key=key):  # a bridge answers it later
                 logger.debug(f"mcpx: request held by a bridge ({key})")
             case Bridge(name=name):
@@ -140,6 +140,34 @@ class ClientRequests:
                 pass
         st.annotate(flow, exch)
 
+
+    async def _act(self, flow: http.HTTPFlow, exch, what: str, action, forwarded: str = "") -> None:
+        """Carry out an action that sends the client's request to the server itself (addons/actions.py).
+
+        An error it raises (an internal fault) must not leave the request to mitmproxy once mcpx has
+        sent it (``exch.upstream_sent``): mitmproxy would forward it as well, and the server would get
+        it twice. Then the client gets HTTP 502 with a JSON-RPC error -32603, as when the server
+        cannot be reached; before that, the request is forwarded untouched (``forwarded`` says what
+        else that means). A response the action made already stays. One passthrough record and one
+        warning line say which."""
+        try:
+            await action
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+            if flow.response is not None:
+                exch.answered = True
+                why = f"{what}: internal error after mcpx made its answer ({error}): that answer delivered"
+            elif exch.upstream_sent:
+                exch.answered = True
+                rid = exch.single_request_id
+                body = json_body.dumps({"jsonrpc": "2.0", "id": None if json_body.inexact_number(rid) else rid, "error": {
+                    "code": -32603, "message": f"mcpx failed after sending the {what} to the server: {type(e).__name__}"}})
+                flow.response = http.Response.make(502, body, {"content-type": "application/json"})
+                why = f"{what}: internal error after mcpx sent it to the server ({error}): answered HTTP 502 -32603, not sent again"
+            else:
+                why = f"{what}: internal error before mcpx sent it ({error}): forwarded untouched{forwarded}"
+            logger.warning(f"mcpx: {why}")
+            self.state.rewriter.passthrough(exch, "c2s", why)
 
     async def _bridge(self, flow: http.HTTPFlow, exch, name: str, body: bytes | None, names: dict[str, str]) -> None:
         """Hand the request to the cross-era bridge ``name`` and carry out what it says."""
