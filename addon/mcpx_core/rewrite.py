@@ -198,6 +198,11 @@ class Rewriter:
         if self.on_changes:
             self.on_changes(exch, changes)
 
+    def _say(self, exch: Exchange, held: list[str]) -> None:
+        """The passthrough records of a client body held back until its session was known (``held``: why)."""
+        for reason in held:
+            self.passthrough(exch, "c2s", reason)
+
     def flush(self, exch: Exchange) -> None:
         """Log the records held back on ``exch`` (:attr:`Exchange.deferred`), and hold back no more."""
         held, exch.deferred = exch.deferred, None
@@ -213,9 +218,11 @@ class Rewriter:
         self._emit(exch, [Change(pointer=pointer, action="passthrough", rule=ids.PASSTHROUGH, detail=reason)],
                    direction, None, None, from_rev, to_rev)
 
-    def _parse(self, exch: Exchange, body: bytes | None, direction: str, looks_mcp: bool) -> json_body.Parsed | None:
+    def _parse(self, exch: Exchange, body: bytes | None, direction: str, looks_mcp: bool,
+               held: list[str] | None = None) -> json_body.Parsed | None:
         """Frame a JSON body; None when it cannot be, with a passthrough record when the body
-        ``looks_mcp`` (the exchange is then MCP traffic)."""
+        ``looks_mcp`` (the exchange is then MCP traffic); ``held``: the record's reason goes there
+        instead, to be logged once the session is known (:meth:`_say`)."""
         if not body:
             return None
         try:
@@ -223,7 +230,10 @@ class Rewriter:
         except json_body.Unparseable as e:
             if looks_mcp:
                 exch.is_mcp = True
-                self.passthrough(exch, direction, e.reason)
+                if held is not None:
+                    held.append(e.reason)
+                else:
+                    self.passthrough(exch, direction, e.reason)
             return None
 
     # -- requests (client -> server) --------------------------------------------------------
@@ -241,11 +251,14 @@ class Rewriter:
         # a POST that says it is JSON is taken for a JSON-RPC message: if it does not parse, it is
         # recorded (passthrough); any other body that does not parse is not MCP traffic
         looks_mcp = exch.is_mcp or declares_json(lower.get("content-type"))
-        parsed = self._parse(exch, body, "c2s", looks_mcp) if method == "POST" else None
+        # the records of a body that does not parse, or holds no JSON-RPC message, are logged once the
+        # session is known (the request's session id names it, whatever its body holds): ``held``, :meth:`_say`
+        held: list[str] = []
+        parsed = self._parse(exch, body, "c2s", looks_mcp, held) if method == "POST" else None
         messages = parsed.messages if parsed is not None else []
         jsonrpc = [m for m in messages if classify(m)]
         if parsed is not None and not jsonrpc and exch.is_mcp:
-            self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
+            held.append("body holds no JSON-RPC 2.0 message")
         if jsonrpc:
             exch.is_mcp = True
         init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
@@ -258,21 +271,27 @@ class Rewriter:
         match found:
             case Unknown(reason=reason):
                 exch.is_mcp = True
+                self._say(exch, held)
                 return self._unknown_session(exch, reason, jsonrpc, parsed)
             case Named(revision=rev):
                 if rev == revisions.LATEST and self.bridging and exch.origin:
                     verdict = self.era.get(exch.origin)
                     if verdict.speaks_2026 is None and live:
-                        return NeedEra(exch.origin)  # (offline replay: nothing to ask; the request goes as recorded)
+                        # (offline replay: nothing to ask; the request goes as recorded). The request is
+                        # decided again, on a new exchange, once the era is known: nothing is logged now
+                        return NeedEra(exch.origin)
                     if verdict.speaks_2026 is False:
+                        self._say(exch, held)
                         return Bridge("client2026")  # a 2026-07-28 client in front of a legacy server
                 exch.session = self.tracker.named_session(rev)
             case Session():
                 exch.session = found
                 if found.bridge and self.bridging:
+                    self._say(exch, held)
                     return Bridge(found.bridge)
             case None:
                 exch.session = None
+        self._say(exch, held)
         s = exch.session
         sets, removes = self._request_headers(exch, headers)
         if method == "DELETE" and s is not None and s.token is not None and session_id:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from mitmproxy import http
 
+from ..framing import encoding
+
 #: the headers mcpx reads (lower case); every ``mcp-*`` field is read as well
 _READ_HEADERS = frozenset({b"content-type", b"content-encoding", b"content-length", b"transfer-encoding"})
 
@@ -38,3 +40,32 @@ def header_fields(pairs) -> list[tuple[bytes, bytes]]:
 
 def media_type(headers: dict[str, str]) -> str:
     return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+#: modules of the decoders whose error messages never quote the data (zlib, brotli, zstd)
+_DECODER_MODULES = ("zlib", "brotli", "_brotli", "backports.zstd", "compression.zstd", "_zstd")
+
+
+def decoded(message: http.Message) -> tuple[bytes | None, str | None]:
+    """(the body decoded as its Content-Encoding says, None) or (None, why it does not decode).
+
+    gzip, deflate, br and zstd are decoded strictly, all of the body or nothing
+    (:func:`mcpx_core.framing.encoding.decode_whole`: mitmproxy's gzip decoder takes a truncated
+    body for a complete one); other encodings by mitmproxy. The reason is the decoder's error
+    (mitmproxy's own message quotes the body's first bytes: not logged); an error of another kind
+    (an unknown or text codec) is named by its type only."""
+    ce = message.headers.get("content-encoding", "").strip().lower()
+    if ce in encoding.WHOLE:
+        try:
+            return encoding.decode_whole(message.raw_content or b"", ce), None
+        except Exception as e:  # zlib.error, brotli.error, ZstdError, TrailingData: never the data itself
+            return None, f"{type(e).__name__}: {e}"
+    try:
+        return message.get_content(strict=True), None
+    except ValueError as e:
+        cause = e.__context__
+        while cause is not None and type(cause).__module__ not in _DECODER_MODULES:
+            cause = cause.__context__
+        if cause is not None:
+            return None, f"{type(cause).__name__}: {cause}"
+        return None, type(e.__context__ or e).__name__

@@ -11,7 +11,7 @@ from ..framing import json_body
 from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
 from .actions import learn_era, mint_session, split_batch
-from .headers import header_fields, header_map, media_type
+from .headers import decoded, header_fields, header_map, media_type
 from .state import FlowUpstream, State
 
 logger = logging.getLogger("mcpx")
@@ -98,7 +98,7 @@ class ClientRequests:
         if too_big:
             body = None
         elif body is not None and hv.get("content-encoding"):
-            body, undecodable = _decoded(req)
+            body, undecodable = decoded(req)
         live = st.sender.available(flow)
         try:
             disposition = st.rewriter.request(exch, req.method, body, names, live=live, all_headers=req.headers)
@@ -118,7 +118,7 @@ class ClientRequests:
                     st.rewriter.passthrough(exch, "c2s", f"content-encoding: body does not decode ({undecodable}); forwarded untouched")
                 _edit_headers(req, sets, removes)
                 if new is not None:
-                    st.keep_body(flow, "request", req.get_content(strict=False) or b"")
+                    st.keep_body(flow, "request", body if body is not None else req.get_content(strict=False) or b"")
                     req.content = new
             case AnswerLocally(status=status, body=payload, headers=headers):
                 exch.answered = True
@@ -235,22 +235,3 @@ def _edit_headers(req: http.Request, sets: dict[str, str], removes: tuple[str, .
         req.headers.pop(name, None)
     for name, value in sets.items():
         req.headers[name] = value
-
-
-#: modules of the decoders whose error messages never quote the data (zlib, brotli, zstd)
-_DECODER_MODULES = ("zlib", "brotli", "_brotli", "backports.zstd", "compression.zstd", "_zstd")
-
-
-def _decoded(message: http.Message) -> tuple[bytes | None, str | None]:
-    """(the body decoded as its Content-Encoding says, None) or (None, why it does not decode). The
-    reason is the decoder's error (mitmproxy's own message quotes the body's first bytes: not
-    logged); an error of another kind (an unknown or text codec) is named by its type only."""
-    try:
-        return message.get_content(strict=True), None
-    except ValueError as e:
-        cause = e.__context__
-        while cause is not None and type(cause).__module__ not in _DECODER_MODULES:
-            cause = cause.__context__
-        if cause is not None:
-            return None, f"{type(cause).__name__}: {cause}"
-        return None, type(e.__context__ or e).__name__
