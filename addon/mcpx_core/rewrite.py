@@ -799,9 +799,11 @@ class Rewriter:
         messages = value if batch else [value]
         out, changed = self._s2c_messages(exch, messages, source=ev.payload)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
-        one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)  # RPC-batch-response
+        jsonrpc = any(classify(m) for m in messages)
+        # RPC-batch-response: an array of JSON-RPC messages, one event each (not an array of none: said below)
+        one_per_event = batch and jsonrpc and to_rev != "2025-03-26" and revisions.is_known(to_rev)
         if not (changed or one_per_event):
-            if not any(classify(m) for m in messages):
+            if not jsonrpc:
                 self.passthrough(exch, "s2c", "SSE event data holds no JSON-RPC 2.0 message")
             return ev.raw
         if batch and not one_per_event:
