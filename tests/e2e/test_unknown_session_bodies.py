@@ -35,8 +35,12 @@ class Handler(ScriptedMcpHandler):
     SESSION = "recorder-1"
     #: (method, path, Mcp-Session-Id, body length) of every request the server received
     seen: list[tuple] = []
+    #: how each request's body was framed: "chunked", "content-length" or "none"
+    framing: list[str] = []
 
     def _body(self) -> bytes:
+        Handler.framing.append("chunked" if "chunked" in self.headers.get("transfer-encoding", "").lower()
+                               else "content-length" if "content-length" in self.headers else "none")
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
             out = b""
             while True:
@@ -63,7 +67,7 @@ class Handler(ScriptedMcpHandler):
 
 @pytest.fixture
 def server():
-    yield from serve(Handler, "seen")
+    yield from serve(Handler, "seen", "framing")
 
 
 def big_call(rid: int, size: int) -> bytes:
@@ -155,6 +159,106 @@ def test_a_body_of_a_known_session_reaches_the_server_with_its_session_id(server
         if size > LIMIT:
             n = f"of {len(body)} bytes" if framing == "content-length" else "(streamed by mitmproxy)"
             expected = [("passthrough", "c2s", px.handle(c.session), f"body {n} exceeds mcpx_max_body: passed through untouched")]
+        assert [(r["action"], r["direction"], r["session"], r["detail"]) for r in px.changes()[n_records:]] == expected
+        c.close()
+        assert "Traceback" not in px.output()
+
+
+def h2_post(port: int, body: bytes, session: str) -> tuple[int, dict, bytes]:
+    """POST ``body`` over HTTP/2 (TLS, ALPN h2: mitmproxy has no h2c), without Content-Length as
+    browsers send it, within the flow-control windows (the ``h2`` library mitmproxy itself uses)."""
+    import socket
+    import ssl
+
+    import h2.config
+    import h2.connection
+    import h2.events
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # mitmproxy's own CA
+    ctx.set_alpn_protocols(["h2"])
+    sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30), server_hostname="127.0.0.1")
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, [(":method", "POST"), (":path", "/mcp"), (":scheme", "https"), (":authority", f"127.0.0.1:{port}"),
+                            ("content-type", "application/json"), ("accept", "application/json, text/event-stream"),
+                            ("mcp-session-id", session)])
+    status, headers, data, sent, ended = 0, {}, b"", 0, False
+
+    def pump() -> None:
+        nonlocal status, headers, data, ended
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        for ev in conn.receive_data(chunk):
+            if isinstance(ev, h2.events.ResponseReceived) and ev.stream_id == sid:
+                headers = {k.decode(): v.decode() for k, v in ev.headers}
+                status = int(headers[":status"])
+            elif isinstance(ev, h2.events.DataReceived) and ev.stream_id == sid:
+                data += ev.data
+                conn.acknowledge_received_data(ev.flow_controlled_length, sid)
+            elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid:
+                ended = True
+            elif isinstance(ev, h2.events.StreamReset) and ev.stream_id == sid:
+                raise ConnectionError(f"stream reset: {ev.error_code}")
+        sock.sendall(conn.data_to_send())
+
+    try:
+        sock.sendall(conn.data_to_send())
+        while sent < len(body):
+            room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size, len(body) - sent)
+            if room <= 0:
+                pump()
+                continue
+            conn.send_data(sid, body[sent:sent + room], end_stream=sent + room == len(body))
+            sent += room
+            sock.sendall(conn.data_to_send())
+        while not ended:
+            pump()
+        return status, headers, data
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("size", [4 * LIMIT, LIMIT // 4], ids=["above-max-body", "below-max-body"])
+def test_an_unknown_session_over_http2_is_answered_404(server, tmp_path, size):
+    """The same over HTTP/2, whose body has no Content-Length: mitmproxy streams it once it grows
+    past mcpx_max_body, chunked (mcpx's endpoint reads it to its end)."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_max_body": "64KiB"}) as px:
+        c = Client(px.port)
+        c.initialize("2025-03-26")
+        before = list(Handler.seen)
+        n_records = len(px.changes())
+        status, headers, answer = h2_post(px.port, big_call(9, size), tampered(c.session))
+        read = size < LIMIT
+        assert (status, headers["content-type"], orjson.loads(answer)) == (
+            404, "application/json", {"jsonrpc": "2.0", "id": 9 if read else None, "error": NOT_FOUND})
+        time.sleep(0.3)
+        assert Handler.seen == before
+        assert [(r["action"], r["rule"], r["session"], r["jsonrpc_id"], r["detail"]) for r in px.changes()[n_records:]] == [
+            ("answer-locally", "TR-session-id", None, 9 if read else None,
+             f"unknown session ({DOES_NOT_OPEN}): answered 404, nothing forwarded")]
+        c.close()
+        assert "Traceback" not in px.output()
+
+
+@pytest.mark.parametrize("size", [4 * LIMIT, LIMIT // 4], ids=["above-max-body", "below-max-body"])
+def test_a_body_of_a_known_session_over_http2_reaches_the_server(server, tmp_path, size):
+    """An HTTP/2 body without Content-Length that mitmproxy streams to the HTTP/1.1 server: it goes
+    chunked (before: with no length and no framing, so the server could not find its end), with the
+    server's own session id; one read whole gets its Content-Length, as before."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_max_body": "64KiB"}) as px:
+        c = Client(px.port)
+        c.initialize("2025-03-26")
+        n_records = len(px.changes())
+        body = big_call(9, size)
+        status, _, answer = h2_post(px.port, body, c.session)
+        assert (status, orjson.loads(answer)) == (200, {"jsonrpc": "2.0", "id": 9, "result": RESULTS["tools/call"]})
+        assert Handler.seen[-1] == ("POST", "/mcp", "recorder-1", len(body))
+        assert Handler.framing[-1] == ("chunked" if size > LIMIT else "content-length")
+        time.sleep(0.3)
+        expected = [("passthrough", "c2s", px.handle(c.session),
+                     "body (streamed by mitmproxy) exceeds mcpx_max_body: passed through untouched")] if size > LIMIT else []
         assert [(r["action"], r["direction"], r["session"], r["detail"]) for r in px.changes()[n_records:]] == expected
         c.close()
         assert "Traceback" not in px.output()
