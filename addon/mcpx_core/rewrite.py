@@ -91,10 +91,18 @@ class Exchange:
     streamed: bool = False
     #: that stream (:class:`mcpx_core.bridge.stream.AnswerStream`): what it delivered is the flow's body
     answer_stream: Any = None
+    #: mcpx sent this request's content to the server itself (an action of addons/actions.py): whatever
+    #: goes wrong after, mitmproxy must never forward the request as well
+    upstream_sent: bool = False
     #: why mcpx answered this flow itself (a bridge), shown in the views and the flow's comment
     answered_by: str | None = None
-    #: the disposition decided from the headers alone (a request body mitmproxy streams)
+    #: the disposition decided from the headers alone (a request body mitmproxy streams, or may)
     early: Disposition | None = None
+    #: records held back (:meth:`Rewriter.flush`): those of a disposition decided from the headers of a
+    #: body mitmproxy may or may not stream, logged only once it did (else the body decides, as for any request)
+    deferred: list | None = None
+    #: what puts such a request back as the client sent it (its headers, its route to the server)
+    undo: Callable[[], None] | None = None
     #: request ids mcpx gave the server (RPC-request-id-reuse) -> the client's own, put back on the answer
     id_map: dict = field(default_factory=dict)
     #: the record of a pinned initialize result, logged with that message's other changes
@@ -155,6 +163,9 @@ class Rewriter:
         :meth:`_one`), kept on the flow (up to :data:`FLOW_KEEP_MAX`), counted, handed to ``on_changes``."""
         if not changes:
             return
+        if exch.deferred is not None:
+            exch.deferred.append((changes, direction, msg, method, from_rev, to_rev, stamped))
+            return
         s = exch.session
         if not stamped:
             jid = _record_id(msg)
@@ -187,6 +198,17 @@ class Rewriter:
         if self.on_changes:
             self.on_changes(exch, changes)
 
+    def _say(self, exch: Exchange, held: list[str]) -> None:
+        """The passthrough records of a client body held back until its session was known (``held``: why)."""
+        for reason in held:
+            self.passthrough(exch, "c2s", reason)
+
+    def flush(self, exch: Exchange) -> None:
+        """Log the records held back on ``exch`` (:attr:`Exchange.deferred`), and hold back no more."""
+        held, exch.deferred = exch.deferred, None
+        for args in held or ():
+            self._emit(exch, *args)
+
     def record(self, exch: Exchange, changes: list[Change], direction: str, from_rev: str | None, to_rev: str | None) -> None:
         """Log records made outside a message (e.g. header rules)."""
         self._emit(exch, changes, direction, None, None, from_rev, to_rev)
@@ -196,9 +218,11 @@ class Rewriter:
         self._emit(exch, [Change(pointer=pointer, action="passthrough", rule=ids.PASSTHROUGH, detail=reason)],
                    direction, None, None, from_rev, to_rev)
 
-    def _parse(self, exch: Exchange, body: bytes | None, direction: str, looks_mcp: bool) -> json_body.Parsed | None:
+    def _parse(self, exch: Exchange, body: bytes | None, direction: str, looks_mcp: bool,
+               held: list[str] | None = None) -> json_body.Parsed | None:
         """Frame a JSON body; None when it cannot be, with a passthrough record when the body
-        ``looks_mcp`` (the exchange is then MCP traffic)."""
+        ``looks_mcp`` (the exchange is then MCP traffic); ``held``: the record's reason goes there
+        instead, to be logged once the session is known (:meth:`_say`)."""
         if not body:
             return None
         try:
@@ -206,7 +230,10 @@ class Rewriter:
         except json_body.Unparseable as e:
             if looks_mcp:
                 exch.is_mcp = True
-                self.passthrough(exch, direction, e.reason)
+                if held is not None:
+                    held.append(e.reason)
+                else:
+                    self.passthrough(exch, direction, e.reason)
             return None
 
     # -- requests (client -> server) --------------------------------------------------------
@@ -224,7 +251,10 @@ class Rewriter:
         # a POST that says it is JSON is taken for a JSON-RPC message: if it does not parse, it is
         # recorded (passthrough); any other body that does not parse is not MCP traffic
         looks_mcp = exch.is_mcp or declares_json(lower.get("content-type"))
-        parsed = self._parse(exch, body, "c2s", looks_mcp) if method == "POST" else None
+        # the records of a body that does not parse, or holds no JSON-RPC message, are logged once the
+        # session is known (the request's session id names it, whatever its body holds): ``held``, :meth:`_say`
+        held: list[str] = []
+        parsed = self._parse(exch, body, "c2s", looks_mcp, held) if method == "POST" else None
         messages = parsed.messages if parsed is not None else []
         jsonrpc = [m for m in messages if classify(m)]
         if jsonrpc:
@@ -244,22 +274,27 @@ class Rewriter:
             exch.session = prev
         match found:
             case Unknown(reason=reason):
-                exch.is_mcp = True
+                exch.is_mcp = True  # (answered 404, nothing forwarded: no passthrough record of its body)
                 return self._unknown_session(exch, reason, jsonrpc, parsed)
             case Named(revision=rev):
                 if rev == revisions.LATEST and self.bridging and exch.origin:
                     verdict = self.era.get(exch.origin)
                     if verdict.speaks_2026 is None and live:
-                        return NeedEra(exch.origin)  # (offline replay: nothing to ask; the request goes as recorded)
+                        # (offline replay: nothing to ask; the request goes as recorded). The request is
+                        # decided again, on a new exchange, once the era is known: nothing is logged now
+                        return NeedEra(exch.origin)
                     if verdict.speaks_2026 is False:
+                        self._say(exch, held)
                         return Bridge("client2026")  # a 2026-07-28 client in front of a legacy server
                 exch.session = self.tracker.named_session(rev)
             case Session():
                 exch.session = found
                 if found.bridge and self.bridging:
+                    self._say(exch, held)
                     return Bridge(found.bridge)
             case None:
                 exch.session = None
+        self._say(exch, held)
         s = exch.session
         sets, removes = self._request_headers(exch, headers)
         if method == "DELETE" and s is not None and s.token is not None and session_id:
@@ -772,7 +807,9 @@ class Rewriter:
             return ev.raw
         out, changed = self._s2c_messages(exch, messages, source=ev.payload)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
-        one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)  # RPC-batch-response
+        jsonrpc = any(classify(m) for m in messages)
+        # RPC-batch-response: an array of JSON-RPC messages, one event each (not an array of none: said below)
+        one_per_event = batch and jsonrpc and to_rev != "2025-03-26" and revisions.is_known(to_rev)
         if not (changed or one_per_event):
             return ev.raw
         if batch and not one_per_event:

@@ -162,13 +162,25 @@ NOT_GZIP = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff" + b'{"jsonrpc":"2.0",
 PING = b'{"jsonrpc":"2.0","id":3,"method":"ping"}'
 
 
+GZ_PING = gzip.compress(PING)
+TRUNCATED = "error: Error -5 while decompressing data: incomplete or truncated stream"
+
+
 @pytest.mark.parametrize("enc,body,why", [
     ("gzip", NOT_GZIP, "error: Error -3 while decompressing data: invalid block type"),
+    # mitmproxy's gzip decoder reads these without an error (zlib.decompressobj: a stream that ends
+    # early, or bytes after its end, are not its concern): before, the cut body was parsed (a
+    # "not valid JSON" record naming no session), or the whole JSON taken from a body cut in its trailer
+    ("gzip", GZ_PING[:len(GZ_PING) // 2], TRUNCATED),
+    ("gzip", GZ_PING[:-4], TRUNCATED),  # only the trailer's length field is missing: the JSON is whole
+    ("gzip", GZ_PING + b"\x00junk", "TrailingData: 5 bytes after the end of the gzip data"),
+    ("deflate", zlib.compress(PING) + b"\x00", "TrailingData: 1 byte after the end of the deflate data"),
     ("gzip", PING, "error: Error -3 while decompressing data: incorrect header check"),
     ("deflate", PING, "error: Error -3 while decompressing data: invalid distance too far back"),
     ("br", b"\xff\xff not brotli", "error: brotli: decoder failed"),
     ("zstd", b"\xff\xff not zstd", "ZstdError: Unable to decompress Zstandard data: Unknown frame descriptor"),
-], ids=["gzip-invalid-block", "gzip-not-gzip", "deflate", "br", "zstd"])
+], ids=["gzip-invalid-block", "gzip-truncated", "gzip-truncated-trailer", "gzip-trailing-bytes", "deflate-trailing-bytes",
+        "gzip-not-gzip", "deflate", "br", "zstd"])
 def test_a_client_post_that_does_not_decode_is_forwarded_with_a_record(tmp_path, enc, body, why):
     """Before: forwarded as it came, with no record (the body was simply not read)."""
     Handler.received = []
@@ -214,5 +226,74 @@ def test_a_stream_of_several_gzip_members_or_zstd_frames_delivers_every_event(tm
             assert (status, "content-encoding" in headers, body) == (200, False, PROGRESS + RESULT)
             c.close()
         assert px.changes() == []
+    finally:
+        srv.stop()
+
+
+def test_a_client_post_of_two_gzip_members_is_read_whole(tmp_path):
+    """A gzip body of two members (RFC 1952 2.2: a gzip file is a series of members) is one body:
+    mcpx reads all of it (mitmproxy's decoder stops after the first member: before, the first half
+    of the JSON was taken for the body, with a "not valid JSON" record naming no session). It needs
+    no change: the server gets it byte for byte, and nothing is recorded."""
+    Handler.received = []
+    body = gzip.compress(PING[:10]) + gzip.compress(PING[10:])
+    srv = LoopbackServer(Handler)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            c = Client(px.port)
+            c.initialize(REV)
+            status, _, answer = c.post(None, {"content-encoding": "gzip"}, raw=body)
+            assert (status, answer) == (415, UNREADABLE)
+            assert Handler.received == [("encoded-1", "gzip", body)]
+            time.sleep(0.3)
+            assert px.changes() == []
+            c.close()
+    finally:
+        srv.stop()
+
+
+class JsonAnswers(ScriptedMcpHandler):
+    """Answers tools/call with a gzip JSON body as ``BODY`` says (``GZIP`` made of the result's JSON)."""
+    SERVER_INFO = {"name": "encoded", "version": "1"}
+    SESSION = "encoded-1"
+    BODY: bytes = b""
+
+    def answer(self, body):
+        if "id" not in body:
+            self.send_accepted()
+            return
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-encoding", "gzip")
+        self.send_header("content-length", str(len(self.BODY)))
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+
+#: a result a 2024-11-05 client needs rewritten (an audio block becomes text): decoded, mcpx would change it
+AUDIO = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"audio","data":"AAAA","mimeType":"audio/wav"}]}}'
+
+
+@pytest.mark.parametrize("body,why", [
+    (gzip.compress(AUDIO)[:-4], TRUNCATED),
+    (gzip.compress(AUDIO) + b"\x00\x00", "TrailingData: 2 bytes after the end of the gzip data"),
+], ids=["truncated-trailer", "trailing-bytes"])
+def test_a_json_answer_that_does_not_decode_is_delivered_untouched(tmp_path, body, why):
+    """The server's side of the same fault: a gzip JSON answer cut in its trailer (or with bytes after
+    its end) is not taken for whole. Before, mcpx decoded it, rewrote the result and sent the client
+    a new, complete gzip body; now the client gets the server's bytes, with one passthrough record."""
+    srv = LoopbackServer(type("H", (JsonAnswers,), {"BODY": body}))
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            c = Client(px.port)
+            c.initialize("2024-11-05")
+            status, headers, answer = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}},
+                                             {"accept-encoding": "gzip"})
+            assert (status, headers["content-encoding"], answer) == (200, "gzip", body)
+            time.sleep(0.3)
+            assert [(r["action"], r["rule"], r["direction"], r["session"], r["detail"]) for r in px.changes()] == [
+                ("passthrough", "PASSTHROUGH-error", "s2c", px.handle(c.session),
+                 f"content-encoding: body does not decode ({why}); forwarded untouched")]
+            c.close()
     finally:
         srv.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import re
+import time
 
 import orjson
 
@@ -73,7 +74,9 @@ def test_non_mcp_answers_and_bodies_that_do_not_parse(tmp_path):
             assert r.getheader("mcp-session-id") is None
             non_mcp_records = px.changes()
             non_mcp_lines = mcpx_lines(px)
-            # 2. a JSON-RPC POST whose body does not parse (no session): forwarded as is, one c2s record
+            # 2. a JSON-RPC POST whose body does not parse (no session id): forwarded as is, one c2s record;
+            # it names the session mcpx bound the request to, as any record does: here the one the
+            # initialize sent to the wrong path started on this connection (found by the connection)
             conn.request("POST", "/mcp", TRUNCATED, {"content-type": "application/json", "accept": "application/json, text/event-stream"})
             r = conn.getresponse()
             assert (r.status, r.read()) == (400, PARSE_ERROR)
@@ -88,13 +91,40 @@ def test_non_mcp_answers_and_bodies_that_do_not_parse(tmp_path):
         srv.stop()
     assert non_mcp_records == [] and non_mcp_lines == []
     assert TRUNCATED in Server.received
-    recs = [(r["direction"], r["action"], r["session"] is None, r["from_rev"], r["to_rev"], r["detail"]) for r in px.changes()]
+    recs = [(r["direction"], r["action"], r["session"][:2], r["from_rev"], r["to_rev"], r["detail"]) for r in px.changes()]
     assert recs == [
-        ("c2s", "passthrough", True, None, None, "body is not valid JSON: unexpected end of data: line 1 column 30 (char 29)"),
-        ("s2c", "passthrough", False, "2025-03-26", "2025-03-26",
+        ("c2s", "passthrough", "s-", None, None, "body is not valid JSON: unexpected end of data: line 1 column 30 (char 29)"),
+        ("s2c", "passthrough", "s-", "2025-03-26", "2025-03-26",
          "body is not valid JSON: unexpected character, expected a string key: line 1 column 2 (char 1)"),
     ]
+    assert px.changes()[0]["session"] != px.changes()[1]["session"]
     assert mcpx_lines(px) == [
-        "mcpx: c2s (no session): 1 passed through (passthrough: PASSTHROUGH-error)",
+        "mcpx: c2s (revision unknown): 1 passed through (passthrough: PASSTHROUGH-error)",
         "mcpx: s2c 2025-03-26->2025-03-26: 1 passed through (passthrough: PASSTHROUGH-error)",
     ]
+
+
+def test_a_client_body_that_does_not_parse_names_its_session(tmp_path):
+    """The record of a client POST in a session whose body does not parse (or holds no JSON-RPC
+    message) names that session and its revisions, as every other record of the session does.
+    Before, it was written before mcpx looked the session up: session null, revisions unknown."""
+    Server.received = []
+    srv = LoopbackServer(Server)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
+            c = Client(px.port)
+            c.initialize("2025-03-26")
+            before = len(px.changes())
+            assert c.post(None, raw=TRUNCATED)[:3:2] == (400, PARSE_ERROR)
+            assert c.post(None, raw=b"{}")[0] == 202
+            assert Server.received[-2:] == [TRUNCATED, b"{}"]
+            c.close()
+            time.sleep(0.3)
+            assert [(r["direction"], r["action"], r["session"], r["from_rev"], r["to_rev"], r["detail"])
+                    for r in px.changes()[before:] if r["direction"] == "c2s"] == [
+                ("c2s", "passthrough", px.handle(c.session), "2025-03-26", "2025-03-26",
+                 "body is not valid JSON: unexpected end of data: line 1 column 30 (char 29)"),
+                ("c2s", "passthrough", px.handle(c.session), "2025-03-26", "2025-03-26", "body holds no JSON-RPC 2.0 message"),
+            ]
+    finally:
+        srv.stop()

@@ -354,3 +354,53 @@ def test_a_server_session_id_too_long_to_seal_stays_in_memory_and_says_so(tmp_pa
             c.close()
     finally:
         srv.stop()
+
+
+def test_an_error_while_sealing_sends_the_initialize_once_and_delivers_the_servers_answer(tmp_path):
+    """An error raised inside mint_session (addons/actions.py), here while sealing: the server's
+    Mcp-Session-Id holds a byte that is not UTF-8 (0xff; the spec allows visible ASCII only, so this
+    is a scripted server), which mitmproxy reads as a lone surrogate that orjson cannot write into the
+    token. Before, the error left the request hook, mitmproxy forwarded the client's initialize as
+    well, and the server got it twice, with nothing said. Now the initialize reaches the server once:
+    the client gets the server's answer with its own session id byte for byte, one passthrough record
+    and one warning line say why and that the session is not sealed, and the session works in this
+    process (its requests carry the server's id, as for an id too long to seal)."""
+    sid = "bad\xff-1"  # as http.client and http.server read the header: latin-1, byte for byte
+    Strict.seen = []
+    srv = LoopbackServer(type("H", (Strict,), {"SESSION": sid}))
+    try:
+        error = f"TypeError: {orjson_encode_error(chr(0xdcff))}"
+        why = (f"internal error after the server answered the initialize ({error}): its answer delivered untouched, "
+               "the server's Mcp-Session-Id passed to the client unchanged; session not sealed (it lives in this "
+               "process's memory only); the initialize was not sent again")
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path) as px:
+            c = Client(px.port)
+            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "adv", "version": "1"}}}
+            status, headers, body = c.post(init)
+            assert (status, headers["mcp-session-id"], orjson.loads(body)) == (200, sid, {"jsonrpc": "2.0", "id": 0, "result": {
+                "protocolVersion": "2025-03-26", "capabilities": {"tools": {}}, "serverInfo": Strict.SERVER_INFO}})
+            assert Strict.seen == [(None, orjson.dumps(init))]  # once
+            c.session = sid
+            status, _, msgs = c.rpc(TOOL_CALL)
+            assert (status, msgs) == (200, [{"jsonrpc": "2.0", "id": 1, "result": TOOL_RESULT}])
+            assert Strict.seen[1:] == [(sid, orjson.dumps(TOOL_CALL))]
+            time.sleep(0.3)
+            records = px.changes()
+            assert [(r["action"], r["rule"], r["direction"], r["method"], r["detail"]) for r in records] == [
+                ("passthrough", "PASSTHROUGH-error", "s2c", None, why)]
+            assert records[0]["session"].startswith("s-")
+            assert [line.split("] ", 1)[1] for line in px.output().splitlines() if "internal error" in line] == ["mcpx: " + why]
+            assert "Traceback" not in px.output()
+            c.close()
+    finally:
+        srv.stop()
+
+
+def orjson_encode_error(value) -> str:
+    """The message orjson gives for a value it cannot write."""
+    try:
+        orjson.dumps(value)
+    except TypeError as e:
+        return str(e)
+    raise AssertionError("written")

@@ -111,9 +111,13 @@ def test_an_sse_answer_that_ends_after_its_event_gets_none():
     assert records(exch) == []
 
 
-@pytest.mark.parametrize("data", [b"{}", b'{"jsonrpc":"1.0","id":1,"result":{}}', b"5", b'"text"'])
+@pytest.mark.parametrize("data", [b"{}", b'{"jsonrpc":"1.0","id":1,"result":{}}', b"5", b'"text"',
+                                  b"[]", b"[5]", b'[{"jsonrpc":"1.0","id":1,"result":{}}]'])
 def test_an_sse_event_without_a_jsonrpc_message_gets_a_record(data):
-    """The same for one event of an SSE answer (one record per event, as for data that is not JSON)."""
+    """The same for one event of an SSE answer (one record per event, as for data that is not JSON).
+    An array of no JSON-RPC message is not split into one event per element for a revision without
+    batches (RPC-batch-response): before, ``[]`` became a comment in place of the event, and ``[5]``
+    the event ``5`` (found by tests/reliability/test_fuzz_sse.py)."""
     rw, exch = exchange()
     body = b"id: 1\ndata: " + data + b"\n\n"
     assert rw.sse(exch).whole(body) == body

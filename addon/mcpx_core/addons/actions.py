@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from mitmproxy import http
 
@@ -32,12 +33,69 @@ def _error(rid, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 
+@dataclass
+class _Minted:
+    """How far :func:`mint_session` got: the server's reply, its body as the server sent it (the SSE
+    events up to the answer), and the body for the client (rewritten)."""
+
+    reply: upstream.Reply | None = None
+    original: bytes | None = None
+    body: bytes | None = None
+
+
 async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     """MintSession: send the client's ``initialize`` to the server as mcpx's own flow, wait for
     its answer (the whole JSON body, or the SSE events up to the one that answers it: a server may
     hold the stream open), rewrite it as any answer, seal the session and answer the client with
     the token as ``Mcp-Session-Id``. SSE events the server sends on that stream after the answer
-    cannot reach the client (its answer has ended): each is logged as not delivered."""
+    cannot reach the client (its answer has ended): each is logged as not delivered.
+
+    An error raised on the way (an internal fault, e.g. a server session id that cannot be sealed)
+    never sends the initialize twice: once the server has answered, the client gets that answer (as
+    rewritten so far, else as sent) with the server's own ``Mcp-Session-Id``, the session stays
+    unsealed in memory, and one passthrough record and one warning line say why (:func:`_unsealed`).
+    An error before the answer goes to the caller (``ClientRequests._act``), which knows from
+    ``exch.upstream_sent`` whether the initialize went up."""
+    got = _Minted()
+    try:
+        await _mint(st, flow, exch, got)
+    except Exception as e:
+        if got.reply is None:
+            raise
+        _unsealed(st, flow, exch, got, e)
+
+
+def _unsealed(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted, error: Exception) -> None:
+    """The client gets the server's answer to its initialize after ``error``: as rewritten when the
+    rewrite was done, else as the server sent it, with the server's own session id; the session is
+    kept in memory under that id (unsealed), as for an id too long to seal."""
+    reply = got.reply
+    assert reply is not None
+    original = got.original if got.original is not None else reply.body
+    body = got.body if got.body is not None else original
+    server_ids = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() == SESSION_HEADER]
+    kept = "it lives in this process's memory only"
+    s = exch.session
+    if s is not None and server_ids:
+        try:
+            st.tracker.learn(s, reply.headers.get(SESSION_HEADER), seal=False)
+        except Exception as e:  # never lose the answer
+            kept = (f"mcpx could not keep it either ({type(e).__name__}: {e}): its requests get 404 and the client "
+                    "starts a new one")
+    why = (f"internal error after the server answered the initialize ({type(error).__name__}: {error}): its answer "
+           f"delivered {'untouched' if body == original else 'as rewritten'}"
+           + (", the server's Mcp-Session-Id passed to the client unchanged" if server_ids else "")
+           + f"; session not sealed ({kept}); the initialize was not sent again")
+    logger.warning(f"mcpx: {why}")
+    st.rewriter.passthrough(exch, "s2c", why)
+    headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in _RESPONSE_HOP]
+    exch.answered = True
+    flow.response = http.Response.make(reply.status, body, header_fields(headers + server_ids))
+    if body != original:
+        st.keep_body(flow, "response", original)
+
+
+async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) -> None:
     rid = exch.single_request_id
     from ..bridge import era
     from ..bridge.legacy_client import NAME as LEGACY_CLIENT
@@ -91,10 +149,12 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
                                              f"({type(failed.error).__name__}: {failed.error}), after the initialize "
                                              "result, on a stream mcpx had answered: nothing after it read")
 
+    headers = st.sender.copy_headers(flow)
+    exch.upstream_sent = True  # from here on the initialize may have reached the server: never forwarded too
     try:
-        reply = await st.sender.send(flow, "POST", flow.request.raw_content, st.sender.copy_headers(flow),
-                                     "initialize, to seal the session", timeout=120, on_chunk=on_chunk, stop=answered,
-                                     on_undecodable=on_undecodable)
+        reply = got.reply = await st.sender.send(flow, "POST", flow.request.raw_content, headers,
+                                                 "initialize, to seal the session", timeout=120, on_chunk=on_chunk, stop=answered,
+                                                 on_undecodable=on_undecodable)
     except upstream.UpstreamError as e:
         st.rewriter.passthrough(exch, "c2s", f"initialize not sent: {e.reason}")
         flow.response = http.Response.make(502, json_body.dumps(_error(rid, -32603, f"mcpx could not reach the server: {e.reason}")),
@@ -105,6 +165,7 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     raw = resp.raw_content if resp.raw_content is not None else reply.body
     if sse and not resp.stream:  # not streamed to on_chunk (a Content-Encoding mcpx cannot decode): as it came
         events[:] = [reply.body]
+    got.original = b"".join(events) if sse else reply.body
     if bridge is not None and era.refuses_legacy(reply.status, reply.headers.get("content-type", ""),
                                                  b"".join(events) if sse else reply.body):
         # LC-initialize: the refusal of a 2026-07-28-only server (tests/peers/BRIDGING.md 1)
@@ -142,6 +203,8 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
             original = body = raw
         else:
             body = new
+    # (for _unsealed: a body mcpx rewrote; one it leaves as it is may still be encoded, _unsealed takes got.original)
+    got.body = body if body is not original else None
     token = st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in hop]
     if token:
@@ -255,6 +318,7 @@ async def split_batch(st: State, flow: http.HTTPFlow, exch: Exchange, members: t
     answers: list[bytes] = []  # JSON texts, joined into one batch as they are (exact numbers)
     for body in members:
         rid = _request_id(body)
+        exch.upstream_sent = True  # from here on the batch must never be forwarded as well
         try:
             reply = await st.sender.send(flow, "POST", body, headers, "a member of a split batch", timeout=600)
         except upstream.UpstreamError as e:

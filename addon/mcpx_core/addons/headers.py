@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from mitmproxy import http
 
+from ..framing import encoding
+
 #: the headers mcpx reads (lower case); every ``mcp-*`` field is read as well
 _READ_HEADERS = frozenset({b"content-type", b"content-encoding", b"content-length", b"transfer-encoding"})
 
@@ -45,9 +47,19 @@ _DECODER_MODULES = ("zlib", "brotli", "_brotli", "backports.zstd", "compression.
 
 
 def decoded(message: http.Message) -> tuple[bytes | None, str | None]:
-    """(the body decoded as its Content-Encoding says, None) or (None, why it does not decode). The
-    reason is the decoder's error (mitmproxy's own message quotes the body's first bytes: not
-    logged); an error of another kind (an unknown or text codec) is named by its type only."""
+    """(the body decoded as its Content-Encoding says, None) or (None, why it does not decode).
+
+    gzip, deflate, br and zstd are decoded strictly, all of the body or nothing
+    (:func:`mcpx_core.framing.encoding.decode_whole`: mitmproxy's gzip decoder takes a truncated
+    body for a complete one); other encodings by mitmproxy. The reason is the decoder's error
+    (mitmproxy's own message quotes the body's first bytes: not logged); an error of another kind
+    (an unknown or text codec) is named by its type only."""
+    ce = message.headers.get("content-encoding", "").strip().lower()
+    if ce in encoding.WHOLE:
+        try:
+            return encoding.decode_whole(message.raw_content or b"", ce), None
+        except Exception as e:  # zlib.error, brotli.error, ZstdError, TrailingData: never the data itself
+            return None, f"{type(e).__name__}: {e}"
     try:
         return message.get_content(strict=True), None
     except ValueError as e:

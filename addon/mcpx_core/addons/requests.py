@@ -24,21 +24,49 @@ class ClientRequests:
     def __init__(self, state: State) -> None:
         self.state = state
 
-    def requestheaders(self, flow: http.HTTPFlow) -> None:
-        """A request whose body mitmproxy streams (larger than ``stream_large_bodies``, which mcpx
-        sets to ``mcpx_max_body``) has its headers sent before the ``request`` hook: its session
-        header is translated now (the body is not parsed anyway)."""
+    async def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """A request whose body mitmproxy streams has its headers sent before the ``request`` hook:
+        its session is judged, and its session header translated, now (the body is not parsed anyway).
+
+        mitmproxy streams a body larger than ``stream_large_bodies`` (which mcpx sets to
+        ``mcpx_max_body``): from its Content-Length before this hook, or, for a body of unknown length
+        (chunked, HTTP/2 without Content-Length), as soon as the part it has buffered grows past that
+        size, whatever this hook set. So a POST of unknown length is judged here too: its header edits
+        are made now and its records held back (:attr:`Exchange.deferred`); if it stays small, the
+        ``request`` hook puts it back as the client sent it and decides from its body, as for any request.
+
+        A request mcpx answers itself (an unknown session's 404) is routed to mcpx's own endpoint
+        (:meth:`AnswerStreams.answer`), which reads its body and gives the answer: no byte of it
+        reaches the server, however mitmproxy streams it."""
         st = self.state
-        if not flow.request.stream or upstream.is_own(flow):
+        req = flow.request
+        if upstream.is_own(flow) or not st.sender.available(flow):
             return
+        streams = bool(req.stream)
+        if not streams and not _length_unknown(req):
+            return  # read whole before the request hook: decided there, from the body
         exch = st.exchange(flow)
-        _, names = header_map(flow.request)
-        exch.early = st.rewriter.request(exch, flow.request.method, None, names, live=st.sender.available(flow))
+        if not streams:
+            exch.deferred = []
+            saved = req.headers.copy()
+
+            def undo() -> None:
+                req.headers = saved
+            exch.undo = undo
+        _, names = header_map(req)
+        exch.early = st.rewriter.request(exch, req.method, None, names, live=True)
         match exch.early:
             case Forward(set_headers=sets, remove_headers=removes):
-                _edit_headers(flow.request, sets, removes)
-            case AnswerLocally():
-                flow.request.stream = False  # a response cannot be set on a streamed request: read it, then answer
+                _edit_headers(req, sets, removes)
+            case AnswerLocally(status=status, body=payload, headers=headers):
+                await st.answers.ensure()
+                exch.undo = st.answers.answer(flow, status, payload, headers)
+        if not streams and (req.is_http2 or req.is_http3) and req.scheme == "http" and "transfer-encoding" not in req.headers:
+            # mitmproxy streams such a body to an HTTP/1.1 server (plain http: no ALPN, so never HTTP/2)
+            # as it comes, with no length and no framing: the server cannot find its end. Chunked, it can
+            # (a body read whole gets its Content-Length in the request hook instead; over https the
+            # server may speak HTTP/2, which has no such header: left as it is)
+            req.headers["transfer-encoding"] = "chunked"
 
     async def request(self, flow: http.HTTPFlow) -> None:
         st = self.state
@@ -49,12 +77,19 @@ class ClientRequests:
             return
         early = st.exchanges.get(flow.id)
         if early is not None and early.early is not None:
-            self._oversize(flow, early)
-            if isinstance(early.early, AnswerLocally):
-                early.answered = True
-                flow.response = http.Response.make(early.early.status, early.early.body, header_fields(early.early.headers))
-            st.annotate(flow, early)
-            return
+            if early.deferred is not None and not flow.request.stream:
+                # mitmproxy read the body whole (it stayed below stream_large_bodies): put the request
+                # back as the client sent it, forget what the headers alone said, and decide from the body
+                if early.undo is not None:
+                    early.undo()
+            else:
+                st.rewriter.flush(early)
+                if isinstance(early.early, AnswerLocally):
+                    early.answered = True  # mcpx's endpoint answers it (AnswerStreams.answer): nothing forwarded
+                else:
+                    self._oversize(flow, early)
+                st.annotate(flow, early)
+                return
         exch = st.exchange(flow)
         req = flow.request
         hv, names = header_map(req)
@@ -89,7 +124,7 @@ class ClientRequests:
                     st.rewriter.passthrough(exch, "c2s", f"content-encoding: body does not decode ({undecodable}); forwarded untouched")
                 _edit_headers(req, sets, removes)
                 if new is not None:
-                    st.keep_body(flow, "request", req.get_content(strict=False) or b"")
+                    st.keep_body(flow, "request", body if body is not None else req.get_content(strict=False) or b"")
                     req.content = new
             case AnswerLocally(status=status, body=payload, headers=headers):
                 exch.answered = True
@@ -97,12 +132,12 @@ class ClientRequests:
             case SplitBatch(members=members, set_headers=sets, remove_headers=removes):
                 _edit_headers(req, sets, removes)
                 if st.sender.available(flow):
-                    await split_batch(st, flow, exch, members)
+                    await self._act(flow, exch, "batch", split_batch(st, flow, exch, members))
                 else:  # offline replay (mitmdump -nr, FlowReader): never contact the server; the
                     # split record says what would be sent, the recorded response is rewritten as usual
                     logger.info(f"mcpx: offline flow: batch of {len(members)} messages not split upstream")
             case MintSession():
-                await mint_session(st, flow, exch)
+                await self._act(flow, exch, "initialize", mint_session(st, flow, exch), ", session not sealed")
             case Hold(key=key):  # a bridge answers it later
                 logger.debug(f"mcpx: request held by a bridge ({key})")
             case Bridge(name=name):
@@ -111,6 +146,34 @@ class ClientRequests:
                 pass
         st.annotate(flow, exch)
 
+
+    async def _act(self, flow: http.HTTPFlow, exch, what: str, action, forwarded: str = "") -> None:
+        """Carry out an action that sends the client's request to the server itself (addons/actions.py).
+
+        An error it raises (an internal fault) must not leave the request to mitmproxy once mcpx has
+        sent it (``exch.upstream_sent``): mitmproxy would forward it as well, and the server would get
+        it twice. Then the client gets HTTP 502 with a JSON-RPC error -32603, as when the server
+        cannot be reached; before that, the request is forwarded untouched (``forwarded`` says what
+        else that means). A response the action made already stays. One passthrough record and one
+        warning line say which."""
+        try:
+            await action
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+            if flow.response is not None:
+                exch.answered = True
+                why = f"{what}: internal error after mcpx made its answer ({error}): that answer delivered"
+            elif exch.upstream_sent:
+                exch.answered = True
+                rid = exch.single_request_id
+                body = json_body.dumps({"jsonrpc": "2.0", "id": None if json_body.inexact_number(rid) else rid, "error": {
+                    "code": -32603, "message": f"mcpx failed after sending the {what} to the server: {type(e).__name__}"}})
+                flow.response = http.Response.make(502, body, {"content-type": "application/json"})
+                why = f"{what}: internal error after mcpx sent it to the server ({error}): answered HTTP 502 -32603, not sent again"
+            else:
+                why = f"{what}: internal error before mcpx sent it ({error}): forwarded untouched{forwarded}"
+            logger.warning(f"mcpx: {why}")
+            self.state.rewriter.passthrough(exch, "c2s", why)
 
     async def _bridge(self, flow: http.HTTPFlow, exch, name: str, body: bytes | None, names: dict[str, str]) -> None:
         """Hand the request to the cross-era bridge ``name`` and carry out what it says."""
@@ -162,6 +225,15 @@ class ClientRequests:
             n = len(flow.request.raw_content) if flow.request.raw_content is not None else hv.get("content-length")
             size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
             self.state.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
+
+
+def _length_unknown(req: http.Request) -> bool:
+    """Whether a POST's body has a length mitmproxy does not know before reading it (chunked,
+    or HTTP/2 and HTTP/3 without Content-Length): mitmproxy streams it once it grows past
+    ``stream_large_bodies``."""
+    if req.method != "POST" or "content-length" in req.headers:
+        return False
+    return req.is_http2 or req.is_http3 or "transfer-encoding" in req.headers
 
 
 def _edit_headers(req: http.Request, sets: dict[str, str], removes: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ from .. import upstream
 from ..framing.encoding import stream_decoder
 from ..rewrite import Exchange, SSERewriter, declares_json
 from ..session import SESSION_HEADER
-from .headers import header_map, media_type
+from .headers import decoded, header_map, media_type
 from .state import State
 
 
@@ -126,7 +126,15 @@ class ServerResponses:
             return
         if resp.raw_content is None:
             return
-        body = resp.get_content(strict=False) or b""
+        if resp.headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
+            decoded_body, why = decoded(resp)
+            if decoded_body is None:  # (mitmproxy's own decoder would take a truncated gzip body for whole)
+                if says_mcp:
+                    st.rewriter.passthrough(exch, "s2c", f"content-encoding: body does not decode ({why}); forwarded untouched")
+                return
+            body = decoded_body
+        else:
+            body = resp.raw_content
         if len(body) > st.max_body:
             if says_mcp:
                 st.rewriter.passthrough(exch, "s2c", f"body of {len(body)} bytes exceeds mcpx_max_body: passed through untouched")
@@ -147,5 +155,7 @@ class ServerResponses:
         if upstream.is_own(flow):
             return
         exch, _ = st.forget(flow)
+        if exch is not None and exch.deferred is not None and flow.request.stream:
+            st.rewriter.flush(exch)  # it went on as its headers said (addons/requests.py requestheaders)
         if exch is not None and exch.is_mcp:
             st.annotate(flow, exch)

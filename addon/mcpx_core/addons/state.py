@@ -134,6 +134,7 @@ class State:
         until :meth:`done`."""
         if not live:
             self.flows.pop(flow.id, None)
+        self.answers.forget(flow)
         return self.exchanges.pop(flow.id, None), self.streams.pop(flow.id, None)
 
     def done(self, flow: http.HTTPFlow) -> None:

@@ -9,11 +9,18 @@ in-process endpoint on 127.0.0.1 (an asyncio server on mitmproxy's own event loo
 answers ``200 text/event-stream`` at once and writes each chunk the bridge puts, as it comes,
 until the bridge closes the stream or the client goes away (then ``on_close`` runs). The flow
 shows in mitmweb with this endpoint as its server and mcpx's comment; its body is what the client got.
+
+The same endpoint gives fixed answers (:meth:`AnswerStreams.answer`): a request mcpx answers itself
+whose body mitmproxy may stream (larger than ``stream_large_bodies``, or of unknown length) is routed
+here from its headers, so that no byte of it reaches the server whatever mitmproxy decides about
+streaming: the endpoint reads the body to its end (discarding it) and gives the answer, keeping the
+connection open for the next routed request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -63,6 +70,8 @@ class AnswerStreams:
         self.server: asyncio.base_events.Server | None = None
         self.port: int | None = None
         self.streams: dict[str, AnswerStream] = {}
+        #: token -> (status, headers, body) of a fixed answer (:meth:`answer`), served once
+        self.fixed: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] = {}
 
     async def ensure(self) -> None:
         if self.server is None:
@@ -97,12 +106,63 @@ class AnswerStreams:
         except AttributeError:
             pass
 
+    def answer(self, flow, status: int, body: bytes, headers: tuple[tuple[str, str], ...]) -> Callable[[], None]:
+        """Send ``flow`` (in its ``requestheaders`` hook, once :meth:`ensure` has run) to a fixed answer
+        instead of the server: its method, headers and body go to this endpoint, which reads the body
+        to its end and answers ``status`` with ``headers`` and ``body``. Returns the undo: the request
+        goes to its server again, as it was routed before (the answer is forgotten)."""
+        assert self.port is not None, "AnswerStreams.ensure() first"
+        r = flow.request
+        token = os.urandom(12).hex()
+        self.fixed[token] = (status, headers, body)
+        d = r.data
+        before = (d.scheme, d.host, d.port, d.path, d.authority, r.headers.copy(), getattr(flow.server_conn, "via", None))
+        r.scheme, r.host, r.port = "http", "127.0.0.1", self.port
+        r.path = PATH + token
+        r.headers["host"] = f"127.0.0.1:{self.port}"
+        try:
+            flow.server_conn.via = None  # straight to this process, never through an upstream proxy
+        except AttributeError:
+            pass
+
+        def undo() -> None:
+            self.fixed.pop(token, None)
+            d.scheme, d.host, d.port, d.path, d.authority = before[:5]
+            r.headers = before[5]
+            try:
+                flow.server_conn.via = before[6]
+            except AttributeError:
+                pass
+        return undo
+
+    def forget(self, flow) -> None:
+        """Drop the fixed answer ``flow`` was routed to, if the endpoint did not give it (the client went away first)."""
+        if self.fixed:
+            path = flow.request.path
+            if path.startswith(PATH):
+                self.fixed.pop(path[len(PATH):], None)
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         stream = None
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
-            token = target[len(PATH):] if target.startswith(PATH) else ""
+            while True:  # fixed answers keep the connection open (mitmproxy reuses it); a stream ends it
+                head = await reader.readuntil(b"\r\n\r\n")
+                target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
+                token = target[len(PATH):] if target.startswith(PATH) else ""
+                fixed = self.fixed.pop(token, None)
+                if fixed is None:
+                    break
+                await _discard_body(reader, head)
+                status, headers, body = fixed
+                try:
+                    reason = http.HTTPStatus(status).phrase
+                except ValueError:
+                    reason = ""
+                lines = [f"HTTP/1.1 {status} {reason}".encode()] + \
+                        [f"{k}: {v}".encode() for k, v in headers if k.lower() not in ("content-length", "transfer-encoding")] + \
+                        [b"content-length: %d" % len(body), b"", b""]
+                writer.write(b"\r\n".join(lines) + body)
+                await writer.drain()
             stream = self.streams.pop(token, None)
             if stream is None:
                 writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
@@ -127,7 +187,7 @@ class AnswerStreams:
                 writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 await writer.drain()
             gone.cancel()
-        except (ConnectionError, asyncio.IncompleteReadError, IndexError, asyncio.LimitOverrunError):
+        except (ConnectionError, asyncio.IncompleteReadError, IndexError, ValueError, asyncio.LimitOverrunError):
             pass
         finally:
             if stream is not None:
@@ -146,3 +206,35 @@ class AnswerStreams:
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+async def _discard_body(reader: asyncio.StreamReader, head: bytes) -> None:
+    """Read the body of the request whose head is ``head`` (Content-Length or chunked, as mitmproxy
+    sends it upstream; none without either) to its end, keeping nothing."""
+    length, chunked = None, False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"content-length":
+            length = int(value.strip())
+        elif name == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+    if chunked:
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip(), 16)
+            if size == 0:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers, then the blank line
+                    pass
+                return
+            await _skip(reader, size)
+            await reader.readexactly(2)
+    elif length:
+        await _skip(reader, length)
+
+
+async def _skip(reader: asyncio.StreamReader, n: int) -> None:
+    while n > 0:
+        got = await reader.read(min(n, 1 << 16))
+        if not got:
+            raise asyncio.IncompleteReadError(b"", n)
+        n -= len(got)

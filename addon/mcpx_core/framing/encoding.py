@@ -1,6 +1,14 @@
-"""Incremental Content-Encoding decoders for streamed bodies (gzip, deflate, br, zstd).
+"""Content-Encoding decoders: incremental ones for streamed bodies, strict ones for whole bodies
+(gzip, deflate, br, zstd).
 
-Whole bodies are decoded and re-encoded by mitmproxy itself (``message.content``). A streamed SSE
+A whole body is decoded here (:func:`decode_whole`) and re-encoded by mitmproxy itself when mcpx
+changes it (``message.content``). mitmproxy's own gzip decoder takes a body that ends before its
+end-of-stream marker (truncated) for complete, and ignores bytes after it (the members after the
+first of a multi-member body among them); its deflate decoder ignores bytes after the end too. Here
+such a body does not decode, with the decoder's error (zlib's ``incomplete or truncated stream``,
+or :class:`TrailingData`), and every member of a multi-member gzip body is decoded (RFC 1952 2.2).
+
+A streamed SSE
 body is decoded chunk by chunk here and forwarded *identity*-encoded (the addon removes the
 Content-Encoding header before the first byte goes out), so every event can be rewritten as soon
 as it is complete. Raises ValueError for an encoding it cannot decode.
@@ -176,3 +184,72 @@ def stream_decoder(content_encoding: str) -> Callable[[bytes], bytes]:
         return _Chain([_FACTORIES[n]() for n in reversed(names)])
     except KeyError as e:
         raise ValueError(f"unsupported content-encoding {e.args[0]!r}") from None
+
+
+class TrailingData(ValueError):
+    """Bytes after the end of a compressed body (not another gzip member)."""
+
+
+#: the encodings :func:`decode_whole` decodes (the ones mitmproxy can encode again)
+WHOLE = frozenset({"gzip", "deflate", "br", "zstd"})
+
+
+def _bytes(n: int) -> str:
+    return f"{n} byte" if n == 1 else f"{n} bytes"
+
+
+def _inflate(data: bytes, wbits: int, what: str) -> bytes:
+    """One zlib stream (gzip or deflate) that must end exactly where ``data`` does."""
+    d = zlib.decompressobj(wbits)
+    out = d.decompress(data)
+    if not d.eof:
+        zlib.decompress(data, wbits)  # raises zlib's own error for a stream that ends early
+        raise zlib.error("incomplete or truncated stream")  # (not reached: zlib.decompress checks the end)
+    if d.unused_data:
+        raise TrailingData(f"{_bytes(len(d.unused_data))} after the end of the {what} data")
+    return out
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Every member of a gzip body, in order."""
+    out = []
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out.append(d.decompress(data))
+        if not d.eof:
+            zlib.decompress(data, 16 + zlib.MAX_WBITS)  # raises zlib's error for a member that ends early
+            raise zlib.error("incomplete or truncated stream")  # (not reached)
+        data = d.unused_data
+        if not data:
+            return b"".join(out)
+        if data[:2] != b"\x1f\x8b":
+            raise TrailingData(f"{_bytes(len(data))} after the end of the gzip data")
+
+
+def _zlib_header(data: bytes) -> bool:
+    """Whether ``data`` starts with a zlib header (RFC 1950 2.2: method 8, check bits)."""
+    return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+
+
+def decode_whole(data: bytes, content_encoding: str) -> bytes:
+    """``data`` decoded as one of :data:`WHOLE` says, all of it or nothing: raises the decoder's
+    error (zlib.error, brotli.error, ZstdError: their messages never quote the data) or
+    :class:`TrailingData`. deflate is zlib-wrapped when it starts with a zlib header, else raw (some
+    servers send raw deflate under that name)."""
+    name = content_encoding.strip().lower()
+    if not data:
+        return b""
+    if name == "gzip":
+        return _gunzip(data)
+    if name == "deflate":
+        return _inflate(data, zlib.MAX_WBITS, "deflate") if _zlib_header(data) else _inflate(data, -zlib.MAX_WBITS, "deflate")
+    if name == "br":
+        import brotli  # installed with mitmproxy
+        return brotli.decompress(data)
+    if name == "zstd":
+        try:
+            from compression import zstd  # Python >= 3.14
+        except ImportError:
+            from backports import zstd
+        return zstd.decompress(data)
+    raise ValueError(f"unsupported content-encoding {name!r}")
