@@ -19,7 +19,7 @@ from ..framing.encoding import stream_decoder
 from ..framing.sse import SSEParser
 from ..rewrite import Exchange, SSERewriter, undecodable_detail
 from ..session import SESSION_HEADER, VERSION_HEADER
-from .headers import header_fields
+from .headers import decoded, header_fields
 from .state import State
 
 logger = logging.getLogger("mcpx")
@@ -197,6 +197,13 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
             st.rewriter.passthrough(exch, "s2c", why)
     else:
         original = reply.body
+        if resp.raw_content is not None and resp.headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
+            # decoded strictly, as any answer is (ServerResponses.response): mitmproxy's decoder of mcpx's own
+            # flow takes a truncated gzip body for a whole one
+            plain, why = decoded(resp)
+            if plain is None:
+                st.rewriter.passthrough(exch, "s2c", f"content-encoding: body does not decode ({why}); forwarded untouched")
+            original = plain
         new = st.rewriter.response_json(exch, original, reply.headers.get("content-type", "")) if original else None
         if new is None:
             hop = hop - {"content-encoding"}
