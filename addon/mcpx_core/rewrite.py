@@ -257,6 +257,9 @@ class Rewriter:
         parsed = self._parse(exch, body, "c2s", looks_mcp, held) if method == "POST" else None
         messages = parsed.messages if parsed is not None else []
         jsonrpc = [m for m in messages if classify(m)]
+        if parsed is not None and not jsonrpc and exch.is_mcp:
+            # ({}, [], "jsonrpc": "1.0"): not a message, nor a batch, whatever its shape
+            held.append("body holds no JSON-RPC 2.0 message")
         if jsonrpc:
             exch.is_mcp = True
         init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
@@ -266,12 +269,6 @@ class Rewriter:
         # server gets its own id, never mcpx's token, and answers as it would directly)
         named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
         found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live)
-        if parsed is not None and not jsonrpc and exch.is_mcp and not isinstance(found, Unknown):
-            # ({}, [], "jsonrpc": "1.0"): not a message, nor a batch, whatever its shape; named by its session
-            # (a session id mcpx cannot open is answered 404 below: nothing is forwarded, that record says so)
-            prev, exch.session = exch.session, found if isinstance(found, Session) else exch.session
-            self.passthrough(exch, "c2s", "body holds no JSON-RPC 2.0 message")
-            exch.session = prev
         match found:
             case Unknown(reason=reason):
                 exch.is_mcp = True  # (answered 404, nothing forwarded: no passthrough record of its body)
@@ -807,9 +804,8 @@ class Rewriter:
             return ev.raw
         out, changed = self._s2c_messages(exch, messages, source=ev.payload)
         from_rev, to_rev = exch.revisions  # an initialize result in this event may have set them
-        jsonrpc = any(classify(m) for m in messages)
-        # RPC-batch-response: an array of JSON-RPC messages, one event each (not an array of none: said below)
-        one_per_event = batch and jsonrpc and to_rev != "2025-03-26" and revisions.is_known(to_rev)
+        # RPC-batch-response: an array of JSON-RPC messages (an array of none returned above), one event each
+        one_per_event = batch and to_rev != "2025-03-26" and revisions.is_known(to_rev)
         if not (changed or one_per_event):
             return ev.raw
         if batch and not one_per_event:

@@ -40,11 +40,11 @@ class ClientRequests:
         reaches the server, however mitmproxy streams it."""
         st = self.state
         req = flow.request
-        if upstream.is_own(flow) or not st.sender.available(flow):
-            return
         streams = bool(req.stream)
         if not streams and not _length_unknown(req):
             return  # read whole before the request hook: decided there, from the body
+        if upstream.is_own(flow) or not st.sender.available(flow):
+            return
         exch = st.exchange(flow)
         if not streams:
             exch.deferred = []
