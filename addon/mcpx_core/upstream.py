@@ -51,8 +51,10 @@ class UpstreamError(Exception):
 
 @dataclass
 class Reply:
-    """``status``, ``headers`` (lower-case names), ``body`` (the whole body, or what streamed so
-    far when the caller stopped early) and the mitmproxy ``flow`` that carried it."""
+    """``status``, ``headers`` (lower-case names), ``body`` (the whole body decoded, or what streamed
+    so far when the caller stopped early; a whole body whose Content-Encoding decodes to more than
+    :attr:`Sender.max_body`: its bytes as received, never decoded further) and the mitmproxy ``flow``
+    that carried it."""
 
     status: int
     headers: dict[str, str]
@@ -99,6 +101,9 @@ class Sender:
         #: bytes of a streamed response kept as the flow's body (``mcpx_keep_original``); a longer
         #: stream (a bridge's listen stream) is not kept, and its flow says so in a comment
         self.keep = keep
+        #: decoded bytes of a whole (not streamed) response body at most (``mcpx_max_body``): one that
+        #: decodes to more is given as received (:meth:`_reply`), never inflated whole
+        self.max_body: int | None = None
 
     @staticmethod
     def available(parent: http.HTTPFlow) -> bool:
@@ -190,13 +195,28 @@ class Sender:
             raise UpstreamError(flow.error.msg if flow.error else "no response")
         return self._reply(flow, own)
 
-    @staticmethod
-    def _reply(flow: http.HTTPFlow, own: _Own) -> Reply:
+    def _reply(self, flow: http.HTTPFlow, own: _Own) -> Reply:
         resp = flow.response
         if resp is None:
             raise UpstreamError(flow.error.msg if flow.error else "no response")
-        body = b"".join(own.received) if own.streamed else (resp.get_content(strict=False) or b"")
+        body = b"".join(own.received) if own.streamed else self._whole(resp)
         return Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, body, flow)
+
+    def _whole(self, resp: http.Response) -> bytes:
+        """A whole response body, decoded (mitmproxy's lenient decoder, strict=False: a body that does not
+        decode is given as received), but never past :attr:`max_body` decoded bytes: such a body
+        (a decompression bomb, say) is given as received."""
+        from .framing.encoding import WHOLE, DecodesTooLarge, decode_whole
+        ce = resp.headers.get("content-encoding", "").strip().lower()
+        if resp.raw_content and ce in WHOLE:
+            try:
+                return decode_whole(resp.raw_content, ce, self.max_body)
+            except DecodesTooLarge:
+                logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({self.max_body} bytes): not decoded")
+                return resp.raw_content
+            except Exception:
+                pass  # (mitmproxy's decoder below: what it makes of a truncated body, as before)
+        return resp.get_content(strict=False) or b""
 
     def abort(self, flow_id: str) -> None:
         """End a request mcpx sent that still runs (e.g. a stream nobody reads any more)."""

@@ -200,9 +200,9 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
         if resp.raw_content is not None and resp.headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
             # decoded strictly, as any answer is (ServerResponses.response): mitmproxy's decoder of mcpx's own
             # flow takes a truncated gzip body for a whole one
-            plain, why = decoded(resp)
+            plain, why = decoded(resp, st.max_body)
             if plain is None:
-                st.rewriter.passthrough(exch, "s2c", f"content-encoding: body does not decode ({why}); forwarded untouched")
+                st.rewriter.passthrough(exch, "s2c", why)
             original = plain
         new = st.rewriter.response_json(exch, original, reply.headers.get("content-type", "")) if original else None
         if new is None:

@@ -46,20 +46,27 @@ def media_type(headers: dict[str, str]) -> str:
 _DECODER_MODULES = ("zlib", "brotli", "_brotli", "backports.zstd", "compression.zstd", "_zstd")
 
 
-def decoded(message: http.Message) -> tuple[bytes | None, str | None]:
-    """(the body decoded as its Content-Encoding says, None) or (None, why it does not decode).
+def decoded(message: http.Message, limit: int | None = None) -> tuple[bytes | None, str | None]:
+    """(the body decoded as its Content-Encoding says, None) or (None, the detail of the passthrough
+    record that says why it is left as it is: ``content-encoding: body does not decode (REASON);
+    forwarded untouched`` or ``content-encoding: body decodes to more than mcpx_max_body (N bytes);
+    forwarded untouched``).
 
     gzip, deflate, br and zstd are decoded strictly, all of the body or nothing
     (:func:`mcpx_core.framing.encoding.decode_whole`: mitmproxy's gzip decoder takes a truncated
-    body for a complete one); other encodings by mitmproxy. The reason is the decoder's error
-    (mitmproxy's own message quotes the body's first bytes: not logged); an error of another kind
-    (an unknown or text codec) is named by its type only."""
+    body for a complete one), and never past ``limit`` decoded bytes (``mcpx_max_body``; None: no
+    limit): decoding stops there, so a small body that inflates to gigabytes is never held whole.
+    Other encodings by mitmproxy (it decodes none but those and identity). The reason is the
+    decoder's error (mitmproxy's own message quotes the body's first bytes: not logged); an error
+    of another kind (an unknown or text codec) is named by its type only."""
     ce = message.headers.get("content-encoding", "").strip().lower()
     if ce in encoding.WHOLE:
         try:
-            return encoding.decode_whole(message.raw_content or b"", ce), None
+            return encoding.decode_whole(message.raw_content or b"", ce, limit), None
+        except encoding.DecodesTooLarge as e:
+            return None, f"content-encoding: body decodes to more than mcpx_max_body ({e.limit} bytes); forwarded untouched"
         except Exception as e:  # zlib.error, brotli.error, ZstdError, TrailingData: never the data itself
-            return None, f"{type(e).__name__}: {e}"
+            return None, _undecodable(f"{type(e).__name__}: {e}")
     try:
         return message.get_content(strict=True), None
     except ValueError as e:
@@ -67,5 +74,9 @@ def decoded(message: http.Message) -> tuple[bytes | None, str | None]:
         while cause is not None and type(cause).__module__ not in _DECODER_MODULES:
             cause = cause.__context__
         if cause is not None:
-            return None, f"{type(cause).__name__}: {cause}"
-        return None, type(e.__context__ or e).__name__
+            return None, _undecodable(f"{type(cause).__name__}: {cause}")
+        return None, _undecodable(type(e.__context__ or e).__name__)
+
+
+def _undecodable(why: str) -> str:
+    return f"content-encoding: body does not decode ({why}); forwarded untouched"

@@ -175,6 +175,7 @@ class Options:
         st.max_body = s.max_body
         st.keep_original = s.keep_original
         st.sender.keep = s.keep_original
+        st.sender.max_body = s.max_body
         st.settings = s
 
     def _announce(self, s: Settings | None) -> None:

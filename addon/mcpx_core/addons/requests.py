@@ -104,7 +104,7 @@ class ClientRequests:
         if too_big:
             body = None
         elif body is not None and hv.get("content-encoding"):
-            body, undecodable = decoded(req)
+            body, undecodable = decoded(req, st.max_body)
         live = st.sender.available(flow)
         try:
             disposition = st.rewriter.request(exch, req.method, body, names, live=live, all_headers=req.headers)
@@ -121,7 +121,7 @@ class ClientRequests:
             case Forward(body=new, set_headers=sets, remove_headers=removes):
                 if undecodable is not None and (exch.is_mcp or media_type(hv) == "application/json"):
                     exch.is_mcp = True
-                    st.rewriter.passthrough(exch, "c2s", f"content-encoding: body does not decode ({undecodable}); forwarded untouched")
+                    st.rewriter.passthrough(exch, "c2s", undecodable)
                 _edit_headers(req, sets, removes)
                 if new is not None:
                     st.keep_body(flow, "request", body if body is not None else req.get_content(strict=False) or b"")

@@ -127,10 +127,10 @@ class ServerResponses:
         if resp.raw_content is None:
             return
         if resp.headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
-            decoded_body, why = decoded(resp)
+            decoded_body, why = decoded(resp, st.max_body)
             if decoded_body is None:  # (mitmproxy's own decoder would take a truncated gzip body for whole)
                 if says_mcp:
-                    st.rewriter.passthrough(exch, "s2c", f"content-encoding: body does not decode ({why}); forwarded untouched")
+                    st.rewriter.passthrough(exch, "s2c", why)
                 return
             body = decoded_body
         else:

@@ -106,6 +106,7 @@ class State:
         # mcpx_max_body and mcpx_keep_original in bytes, read on every flow (ctx.options copies each value)
         self.max_body = self.settings.max_body
         self.keep_original = self.settings.keep_original
+        self.sender.max_body = self.max_body
         #: write every change record to mitmproxy's log (debug level, one entry per message): set by
         #: ``mcpx_record_lines``, or by mitmproxy's own termlog_verbosity / console_eventlog_verbosity "debug"
         self.record_lines = False

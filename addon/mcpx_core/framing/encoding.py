@@ -190,6 +190,15 @@ class TrailingData(ValueError):
     """Bytes after the end of a compressed body (not another gzip member)."""
 
 
+class DecodesTooLarge(ValueError):
+    """A body decodes to more than ``limit`` bytes (:func:`decode_whole`): decoding stopped there,
+    having produced at most about ``limit`` bytes (a decompression bomb is never inflated whole)."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"decodes to more than {_bytes(limit)}")
+        self.limit = limit
+
+
 #: the encodings :func:`decode_whole` decodes (the ones mitmproxy can encode again)
 WHOLE = frozenset({"gzip", "deflate", "br", "zstd"})
 
@@ -198,24 +207,51 @@ def _bytes(n: int) -> str:
     return f"{n} byte" if n == 1 else f"{n} bytes"
 
 
-def _inflate(data: bytes, wbits: int, what: str) -> bytes:
-    """One zlib stream (gzip or deflate) that must end exactly where ``data`` does."""
+class _Budget:
+    """The decoded bytes a body may still produce (``left``; None: no limit)."""
+
+    __slots__ = ("limit", "left")
+
+    def __init__(self, limit: int | None):
+        self.limit, self.left = limit, limit
+
+    def cap(self) -> int:
+        """The most output to ask a decoder for: one byte past what is left, so that going over shows."""
+        return 0 if self.left is None else self.left + 1
+
+    def take(self, out: bytes) -> bytes:
+        if self.left is not None:
+            self.left -= len(out)
+            if self.left < 0:
+                raise DecodesTooLarge(self.limit)  # type: ignore[arg-type]
+        return out
+
+
+def _zlib_member(data: bytes, wbits: int, budget: _Budget):
+    """One zlib stream from the start of ``data``: (its output, the zlib object: ``eof``, ``unused_data``).
+    With a limit, one call asks for at most the bytes left plus one: more than that left is a body
+    that decodes too large (what is left of the input is then in ``unconsumed_tail``, never decoded)."""
     d = zlib.decompressobj(wbits)
-    out = d.decompress(data)
+    return budget.take(d.decompress(data, budget.cap())), d
+
+
+def _inflate(data: bytes, wbits: int, what: str, budget: _Budget) -> bytes:
+    """One zlib stream (gzip or deflate) that must end exactly where ``data`` does."""
+    out, d = _zlib_member(data, wbits, budget)
     if not d.eof:
-        zlib.decompress(data, wbits)  # raises zlib's own error for a stream that ends early
+        zlib.decompress(data, wbits)  # raises zlib's own error for a stream that ends early (its output fits the limit)
         raise zlib.error("incomplete or truncated stream")  # (not reached: zlib.decompress checks the end)
     if d.unused_data:
         raise TrailingData(f"{_bytes(len(d.unused_data))} after the end of the {what} data")
     return out
 
 
-def _gunzip(data: bytes) -> bytes:
+def _gunzip(data: bytes, budget: _Budget) -> bytes:
     """Every member of a gzip body, in order."""
     out = []
     while True:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out.append(d.decompress(data))
+        part, d = _zlib_member(data, 16 + zlib.MAX_WBITS, budget)
+        out.append(part)
         if not d.eof:
             zlib.decompress(data, 16 + zlib.MAX_WBITS)  # raises zlib's error for a member that ends early
             raise zlib.error("incomplete or truncated stream")  # (not reached)
@@ -226,30 +262,61 @@ def _gunzip(data: bytes) -> bytes:
             raise TrailingData(f"{_bytes(len(data))} after the end of the gzip data")
 
 
+def _unbrotli(data: bytes, budget: _Budget) -> bytes:
+    """A brotli body, as ``brotli.decompress`` reads it (its error for a stream that ends early, or
+    bytes after its end), with at most the bytes left plus a block of output when a limit is set."""
+    import brotli  # installed with mitmproxy
+    if budget.left is None:
+        return brotli.decompress(data)
+    d = brotli.Decompressor()
+    out = budget.take(d.process(data, output_buffer_limit=budget.cap()))
+    if not d.is_finished():
+        raise brotli.error("brotli: decoder failed")  # (brotli.decompress's error for a stream that ends early)
+    return out
+
+
+def _unzstd(data: bytes, budget: _Budget) -> bytes:
+    """Every frame of a zstd body, as ``zstd.decompress`` reads them, each asked for at most the bytes left plus one."""
+    try:
+        from compression import zstd  # Python >= 3.14
+    except ImportError:
+        from backports import zstd
+    out = []
+    while True:
+        d = zstd.ZstdDecompressor()
+        out.append(budget.take(d.decompress(data, budget.cap() or -1)))
+        if not d.eof:
+            raise zstd.ZstdError("Compressed data ended before the end-of-stream marker was reached")
+        data = d.unused_data
+        if not data:
+            return b"".join(out)
+
+
 def _zlib_header(data: bytes) -> bool:
     """Whether ``data`` starts with a zlib header (RFC 1950 2.2: method 8, check bits)."""
     return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
 
 
-def decode_whole(data: bytes, content_encoding: str) -> bytes:
+def decode_whole(data: bytes, content_encoding: str, limit: int | None = None) -> bytes:
     """``data`` decoded as one of :data:`WHOLE` says, all of it or nothing: raises the decoder's
     error (zlib.error, brotli.error, ZstdError: their messages never quote the data) or
     :class:`TrailingData`. deflate is zlib-wrapped when it starts with a zlib header, else raw (some
-    servers send raw deflate under that name)."""
+    servers send raw deflate under that name).
+
+    ``limit`` (bytes; None: none): a body that decodes to more raises :class:`DecodesTooLarge` once
+    decoding passes it, having held at most about ``limit`` decoded bytes (brotli: plus one output
+    block): a small compressed body that inflates to gigabytes is never decoded whole."""
     name = content_encoding.strip().lower()
     if not data:
         return b""
+    budget = _Budget(limit)
     if name == "gzip":
-        return _gunzip(data)
+        return _gunzip(data, budget)
     if name == "deflate":
-        return _inflate(data, zlib.MAX_WBITS, "deflate") if _zlib_header(data) else _inflate(data, -zlib.MAX_WBITS, "deflate")
+        wbits = zlib.MAX_WBITS if _zlib_header(data) else -zlib.MAX_WBITS
+        return _inflate(data, wbits, "deflate", budget)
     if name == "br":
-        import brotli  # installed with mitmproxy
-        return brotli.decompress(data)
+        return _unbrotli(data, budget)
     if name == "zstd":
-        try:
-            from compression import zstd  # Python >= 3.14
-        except ImportError:
-            from backports import zstd
-        return zstd.decompress(data)
+        return _unzstd(data, budget)
     raise ValueError(f"unsupported content-encoding {name!r}")
