@@ -24,6 +24,9 @@ which seals the token) and ends one (:meth:`end`). Lookup order, first match win
 4. fallback, only for clients that echo no session id and name no revision: the session started
    from the same client connection, else from the same client host (documented in README).
 
+An ``initialize`` the server does not accept (an HTTP error, a JSON-RPC error, an answer mcpx cannot
+read) leaves no session behind (:meth:`SessionTracker.abandon`): its connection and host find nothing.
+
 Bounds: at most ``max_sessions`` sessions in memory, each dropped ``ttl`` seconds after its last
 use; a dropped session whose token comes back is opened again (its mutable state starts empty).
 """
@@ -325,6 +328,18 @@ class SessionTracker:
             self.ended[s.token] = None
             while len(self.ended) > MAX_ENDED:
                 self.ended.popitem(last=False)
+
+    def abandon(self, s: Session, upstream_id: str | None = None) -> None:
+        """The server did not accept the ``initialize`` that started ``s`` (an HTTP error, a JSON-RPC
+        error, an answer mcpx could not read: no server revision learnt): forget ``s`` under every key,
+        so the client's connection and host are bound to nothing and its next initialize starts afresh.
+        ``upstream_id``: the server's own ``Mcp-Session-Id`` on that answer, which reached the client
+        unchanged: ``s`` stays found under it alone (no token, no revisions), so the client's requests
+        carrying it go to the server untouched."""
+        self.end(s)
+        if upstream_id:
+            s.upstream_id = upstream_id
+            self._put(upstream_id, s)
 
     def drop(self, key: str) -> None:
         s = self._alias.get(key)

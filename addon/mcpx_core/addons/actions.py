@@ -48,7 +48,10 @@ async def mint_session(st: State, flow: http.HTTPFlow, exch: Exchange) -> None:
     its answer (the whole JSON body, or the SSE events up to the one that answers it: a server may
     hold the stream open), rewrite it as any answer, seal the session and answer the client with
     the token as ``Mcp-Session-Id``. SSE events the server sends on that stream after the answer
-    cannot reach the client (its answer has ended): each is logged as not delivered.
+    cannot reach the client (its answer has ended): each is logged as not delivered. An answer that
+    does not accept the initialize (HTTP status not 2xx, a JSON-RPC error, no result mcpx could read)
+    reaches the client as any answer does, and its session is abandoned
+    (:meth:`~mcpx_core.session.SessionTracker.abandon`): nothing sealed, the connection bound to nothing.
 
     An error raised on the way (an internal fault, e.g. a server session id that cannot be sealed)
     never sends the initialize twice: once the server has answered, the client gets that answer (as
@@ -212,7 +215,12 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
             body = new
     # (for _unsealed: a body mcpx rewrote; one it leaves as it is may still be encoded, _unsealed takes got.original)
     got.body = body if body is not original else None
-    token = st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
+    # an initialize the server did not accept (an HTTP error, a JSON-RPC error, an answer mcpx could not
+    # read: no server revision learnt) starts no session: nothing sealed, nothing bound to the connection
+    failed = exch.session is not None and (not 200 <= reply.status < 300 or exch.session.server_rev is None)
+    token = None if failed else st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
+    if failed:
+        st.tracker.abandon(exch.session, reply.headers.get(SESSION_HEADER))
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in hop]
     if token:
         headers.append(("Mcp-Session-Id", token))
