@@ -292,6 +292,13 @@ class LegacyClientBridge:
         except json_body.Unparseable as e:
             self.rw.passthrough(exch, "c2s", f"{e.reason}: answered -32700")
             return Answer(400, json_body.dumps(_error(None, -32700, f"Parse error: {e.reason}")), note=NOTE)
+        if parsed.batch and not parsed.messages:
+            # an empty array: no message to send (RPC-batch-request; JSON-RPC 2.0 calls it an invalid
+            # request, MCP's transport answers a body of no request 202): answered by mcpx
+            self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="RPC-batch-request",
+                                         detail="empty batch: no message to send to the server; answered 202 by mcpx")],
+                           "c2s", s.client_leg, LATEST)
+            return Answer(202, b"", self._json_headers(exch)[1:], note=NOTE)
         if parsed.batch:
             return await self._batch(exch, s, ss, parsed.messages, headers, upstream)
         out = await self._one(exch, s, ss, parsed.messages[0], headers, upstream, stream=self.can_stream(headers))
