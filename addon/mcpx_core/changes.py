@@ -37,6 +37,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import TypeAdapter
 
+from .framing.json_body import ExactInt
+
 Action = Literal[
     "drop",  # field or array element removed
     "rewrite",  # value replaced by another shape
@@ -117,10 +119,14 @@ class _Text:
         obj.__dict__[self.name] = value
 
 
-def _text(v: Any) -> str:
-    """orjson's ``default`` for a record's fields: the text of a :class:`Summary`."""
+def _text(v: Any) -> Any:
+    """orjson's ``default`` for a record's fields: the text of a :class:`Summary`; the digits of a
+    ``jsonrpc_id`` beyond 64 bits (:class:`~mcpx_core.framing.json_body.ExactInt`: orjson writes no
+    such int), a JSON number of the exact value."""
     if v.__class__ is Summary:
         return v.text()
+    if v.__class__ is ExactInt:
+        return orjson.Fragment(str(v.value).encode())
     raise TypeError(f"Type is not JSON serializable: {type(v).__name__}")
 
 
@@ -182,6 +188,8 @@ class Change:
         """The record as a JSON-ready dict, fields in declaration order (the log line's keys);
         ``profile`` only when set."""
         d = self.__dict__.copy()
+        if d["jsonrpc_id"].__class__ is ExactInt:  # an id beyond 64 bits: its exact int (flow metadata, views)
+            d["jsonrpc_id"] = d["jsonrpc_id"].value
         if "profile" in d and d["profile"] is None:  # a record validated back by RECORD has every field
             del d["profile"]
         if d["before"].__class__ is Summary:

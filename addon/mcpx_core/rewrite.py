@@ -457,7 +457,7 @@ class Rewriter:
             s.messages += 1
             if method == "initialize" and kind == "result" and exch.initialize is not None:  # (not a repeat in a session)
                 from_rev, to_rev = self._learn_initialize(exch, msg)
-        entry = {"direction": direction, "kind": kind, "method": method, "id": jid if isinstance(jid, (int, str)) else None}
+        entry = {"direction": direction, "kind": kind, "method": method, "id": json_body.plain_id(jid)}
         if len(exch.messages) < FLOW_KEEP_MAX:
             exch.messages.append(entry)
         else:
@@ -1005,7 +1005,11 @@ def _now() -> float:
     return time.time()
 
 
-def _record_id(msg: Any) -> int | str | None:
-    """A record's ``jsonrpc_id``: the message's id when it is an int or a str."""
+def _record_id(msg: Any) -> int | str | json_body.ExactInt | None:
+    """A record's ``jsonrpc_id``: the message's id when it is an int or a str, or an integer beyond
+    64 bits read exactly (:class:`~mcpx_core.framing.json_body.ExactInt`, as the bridges read ids:
+    the log writes its digits, :meth:`Change.as_dict` gives its int)."""
     jid = msg.get("id") if isinstance(msg, dict) else None
+    if jid.__class__ is json_body.ExactInt:
+        return jid
     return jid if isinstance(jid, (int, str)) and not isinstance(jid, bool) else None

@@ -60,6 +60,11 @@ class Legacy(ScriptedMcpHandler):
             self.send_json(b'{"jsonrpc":"2.0","id":' + rid + b',"error":{"code":-32601,"message":"Method not found"}}', status=400)
 
 
+def exact_changes(px: Proxy) -> list[dict]:
+    """The change log read with the standard library: a jsonrpc_id beyond 64 bits stays exact (orjson: a float)."""
+    return [json.loads(line) for line in px.log_path.read_bytes().splitlines() if line.strip()]
+
+
 @pytest.fixture
 def modern():
     yield from serve(Modern, "seen")
@@ -82,20 +87,20 @@ def test_legacy_client_bridge_keeps_a_big_id_exact(modern, tmp_path):
     sent = Modern.seen[-1]
     assert sent.startswith(b'{"jsonrpc":"2.0","id":' + BIG_BYTES + b',"method":"tools/call"')
     assert json.loads(sent)["id"] == BIG
-    records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["jsonrpc_id"]) for c in px.changes()]
-    # a record's jsonrpc_id is an int or a string within 64 bits: null for this id (as on the main path)
+    records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["jsonrpc_id"]) for c in exact_changes(px)]
+    # the records of the bridged call carry its id exactly (they had null: test_bridge_record_details.py)
     assert records == [
         ("s2c", "", "answer-locally", "LC-initialize", 0),
         ("s2c", "header:Mcp-Session-Id", "synthesize", "TR-session-id", 0),
         ("c2s", "", "drop-message", "LC-initialized", None),
-        ("c2s", "/params/_meta/io.modelcontextprotocol~1protocolVersion", "synthesize", "META-protocolVersion", None),
-        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientCapabilities", "synthesize", "META-clientCapabilities", None),
-        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientInfo", "synthesize", "META-clientInfo", None),
-        ("c2s", "header:MCP-Protocol-Version", "synthesize", "TR-protocol-version-header", None),
-        ("c2s", "header:Mcp-Method", "synthesize", "TR-mcp-method-name", None),
-        ("c2s", "header:Mcp-Name", "synthesize", "TR-mcp-method-name", None),
-        ("c2s", "header:Mcp-Session-Id", "drop", "TR-session-id", None),
-        ("s2c", "/result/resultType", "drop", "RES-resultType", None),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1protocolVersion", "synthesize", "META-protocolVersion", BIG),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientCapabilities", "synthesize", "META-clientCapabilities", BIG),
+        ("c2s", "/params/_meta/io.modelcontextprotocol~1clientInfo", "synthesize", "META-clientInfo", BIG),
+        ("c2s", "header:MCP-Protocol-Version", "synthesize", "TR-protocol-version-header", BIG),
+        ("c2s", "header:Mcp-Method", "synthesize", "TR-mcp-method-name", BIG),
+        ("c2s", "header:Mcp-Name", "synthesize", "TR-mcp-method-name", BIG),
+        ("c2s", "header:Mcp-Session-Id", "drop", "TR-session-id", BIG),
+        ("s2c", "/result/resultType", "drop", "RES-resultType", BIG),
     ]
 
 
@@ -113,11 +118,11 @@ def test_client2026_bridge_keeps_a_big_id_exact(legacy, tmp_path):
     assert body == b'{"jsonrpc":"2.0","id":' + BIG_BYTES + b',' + RESULT + b',"resultType":"complete"}}'
     call = json.loads(Legacy.seen[-1])
     assert call["method"] == "tools/call" and call["id"].startswith("mcpx-")
-    records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["jsonrpc_id"]) for c in px.changes()]
+    records = [(c["direction"], c["pointer"], c["action"], c["rule"], c["jsonrpc_id"]) for c in exact_changes(px)]
     assert records == [
         ("c2s", "", "bridge", "LC-initialize", None),
         ("c2s", "/params/_meta/io.modelcontextprotocol~1protocolVersion", "drop", "META-protocolVersion", call["id"]),
         ("c2s", "/params/_meta/io.modelcontextprotocol~1clientCapabilities", "drop", "META-clientCapabilities", call["id"]),
         ("c2s", "/params/_meta/io.modelcontextprotocol~1clientInfo", "drop", "META-clientInfo", call["id"]),
-        ("s2c", "/result/resultType", "synthesize", "RES-resultType", None),  # under the client's id (null: beyond 64 bits)
+        ("s2c", "/result/resultType", "synthesize", "RES-resultType", BIG),  # under the client's id, exact
     ]

@@ -1,11 +1,19 @@
 """Records of the legacy-client bridge (a 2025-03-26 client in front of a scripted 2026-07-28-only
 server), through the real mitmdump: exact answers, exact records.
 
+- A JSON-RPC id beyond 64 bits (``18446744073709551616``): the bridges read it exactly
+  (json_body.ExactInt), and answer under it; their records had a null ``jsonrpc_id``. Now they carry
+  it, written exactly in the JSON Lines log (read here with the standard library: orjson would read
+  it as a float) and as an int in the flow's records (``-w`` files, views).
 - An empty batch ``[]``: answered 202 by mcpx, nothing sent to the server. Before, its one record was
   a ``passthrough`` ("body holds no JSON-RPC 2.0 message"), as if the body had gone on to the server;
   now ``answer-locally`` / ``RPC-batch-request``, as the bridge records a batch member it answers
   itself. A body that holds no message (``{}``) or does not parse got two records (the held
   ``passthrough`` of the body and the bridge's own "...: answered -32600"): now the bridge's only.
+- A JSON-RPC id beyond 64 bits (``18446744073709551616``): the bridges read it exactly
+  (json_body.ExactInt), and answer under it; their records had a null ``jsonrpc_id``. Now they carry
+  it, written exactly in the JSON Lines log (read here with the standard library: orjson would read
+  it as a float).
 """
 from __future__ import annotations
 
@@ -83,3 +91,30 @@ def test_a_body_without_a_message_gets_the_bridges_record_only(server, tmp_path,
     assert [(r["direction"], r["action"], r["rule"], r["detail"]) for r in recs] == [
         ("c2s", "passthrough", "PASSTHROUGH-error", why)]
 
+
+def test_records_of_bridged_answers_carry_an_id_beyond_64_bits(server, tmp_path):
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_server_era": "2026"}) as px:
+        c = Client(px.port)
+        c.initialize("2025-03-26")
+        n, sent = len(px.changes()), len(Only2026.seen)
+        call = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x","arguments":{}}}' % BIG
+        status, _, answer = c.post(None, raw=call)
+        assert (status, answer) == (200, b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"fine"}]}}' % BIG)
+        assert json.loads(Only2026.seen[sent])["id"] == BIG  # the server got the id exactly
+        status, _, answer = c.post(None, raw=b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % BIG)
+        assert (status, answer) == (200, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % BIG)
+        recs = exact_changes(px)[n:]
+        c.close()
+    got = [(r["direction"], r["jsonrpc_id"], r["method"], r["pointer"], r["action"], r["rule"]) for r in recs]
+    # every record of the call and of the ping carries the id (the header records name the request too)
+    assert {r[1] for r in got} == {BIG}, got
+    assert ("s2c", BIG, "tools/call", "/result/resultType", "drop", "RES-resultType") in got
+    assert ("c2s", BIG, "ping", "", "answer-locally", "LC-ping") in got
+    # orjson reads the log line too (mcpx's own readers, the test helpers): the id as a number, not an error
+    assert all(isinstance(r["jsonrpc_id"], float) for r in px.changes()[n:])
+    # the flows mitmdump wrote (-w) keep the records with the id as an int, and the message entries too
+    kept = [(c["jsonrpc_id"], c["rule"]) for f in px.flows() for c in f.metadata.get("mcpx", {}).get("changes", [])
+            if c["rule"] in ("RES-resultType", "LC-ping")]
+    assert kept == [(BIG, "RES-resultType"), (BIG, "LC-ping")]
+    ids = {m["id"] for f in px.flows() for m in f.metadata.get("mcpx", {}).get("messages", []) if m.get("method") in ("tools/call", "ping")}
+    assert ids == {BIG}

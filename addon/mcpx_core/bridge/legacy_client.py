@@ -184,7 +184,7 @@ class LegacyClientBridge:
             jid = msg.get("id")
             if len(exch.messages) < 1000:
                 exch.messages.append({"direction": direction, "kind": kind, "method": method,
-                                      "id": jid if isinstance(jid, (int, str)) and not isinstance(jid, bool) else None,
+                                      "id": json_body.plain_id(jid),
                                       "changes": len(changes)})
             else:
                 exch.messages_omitted += 1

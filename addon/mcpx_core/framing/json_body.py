@@ -56,7 +56,7 @@ class ExactInt:
     again is another number, e.g. a JSON-RPC id of 24 digits): equal to and hashed as that integer,
     never equal to a float; :func:`dumps` and :func:`dumps_exact` write its digits. Not an ``int``
     subclass, so code that writes values without this module's ``default`` fails loudly instead of
-    writing another number (and a record's ``jsonrpc_id``, taken only from ints and strings, is null)."""
+    writing another number (a record's ``jsonrpc_id`` keeps it: the change log writes its digits)."""
 
     __slots__ = ("value",)
 
@@ -79,6 +79,14 @@ class ExactInt:
 
     def __deepcopy__(self, memo: Any) -> "ExactInt":
         return self
+
+
+def plain_id(v: Any) -> int | str | None:
+    """A JSON-RPC id as plain data (flow metadata, views): an int or a str as it is, an
+    :class:`ExactInt` as its int (exact, beyond 64 bits), anything else (null, a float, a bool) None."""
+    if v.__class__ is ExactInt:
+        return v.value
+    return v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
 
 
 def _default(v: Any) -> Any:
