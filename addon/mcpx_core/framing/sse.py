@@ -111,11 +111,14 @@ class Event:
         Every line written ends as the event's blank line does (``terminator``): a kept line that
         ended in a lone CR, written before an LF, would read as one CRLF and swallow the blank line
         that ends the event.
+        A UTF-8 BOM that opened the stream (the first event's, stripped by the parser: ``spans``
+        start after it) stays in front of what is written.
         """
         nl = self.terminator
+        bom = BOM if self.spans and self.spans[0][0] == len(BOM) and self.raw.startswith(BOM) else b""
         if not payloads:
             kept = [line + nl for line, _ in self.lines if line.split(b":", 1)[0] in (b"id", b"retry")] if keep_id else []
-            return b"".join([NOT_DELIVERED + nl, *kept, nl])
+            return b"".join([bom, NOT_DELIVERED + nl, *kept, nl])
         out = []
         for i, payload in enumerate(payloads):
             last = i == len(payloads) - 1
@@ -134,7 +137,7 @@ class Event:
             if not placed:
                 buf.append(b"data: " + payload + nl)
             out.append(b"".join(buf) + nl)
-        return b"".join(out)
+        return bom + b"".join(out)
 
 
 class SSEParser:
