@@ -106,10 +106,12 @@ class Sender:
         self.max_body: int | None = None
 
     @staticmethod
-    def available(parent: http.HTTPFlow) -> bool:
+    def available(parent: http.HTTPFlow, detached: bool = False) -> bool:
         """Whether requests can be sent for ``parent``: a live flow in a running proxy (mitmproxy's
-        ``proxyserver`` addon is loaded: not an offline replay, not hooks driven by a test master)."""
-        if not parent.live or not _running_loop():
+        ``proxyserver`` addon is loaded: not an offline replay, not hooks driven by a test master).
+        ``detached``: ``parent`` may have ended (a request mcpx sends later for a flow that was live,
+        e.g. the DELETE of an idle upstream session): only the running proxy is asked for."""
+        if not (parent.live or detached) or not _running_loop():
             return False
         master = getattr(ctx, "master", None)
         try:
@@ -145,7 +147,7 @@ class Sender:
     async def send(self, parent: http.HTTPFlow, method: str, body: bytes | None, headers: dict[str, str], purpose: str,
                    *, timeout: float = 60.0, on_chunk: Callable[[bytes], None] | None = None,
                    stop: asyncio.Future | None = None, url: str | None = None,
-                   on_undecodable: Callable[[Any, int], None] | None = None) -> Reply:
+                   on_undecodable: Callable[[Any, int], None] | None = None, detached: bool = False) -> Reply:
         """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
 
         ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
@@ -155,9 +157,10 @@ class Sender:
         :class:`~mcpx_core.framing.encoding.DecodeFailed` and the compressed byte from which nothing
         decoded; never an exception in mitmproxy's stream); ``stop``: a future that, once done,
         ends the wait early (the request runs on in the background, up to ``timeout``); ``url``: the
-        server's URL when it is not ``parent``'s (a flow redirected since). Raises :class:`UpstreamError`.
+        server's URL when it is not ``parent``'s (a flow redirected since); ``detached``: ``parent`` may
+        have ended (see :meth:`available`). Raises :class:`UpstreamError`.
         """
-        if not self.available(parent):
+        if not self.available(parent, detached):
             raise UpstreamError("no live proxy to send through (offline replay)")
         from mitmproxy.addons.clientplayback import ReplayHandler
 

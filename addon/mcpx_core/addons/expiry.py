@@ -1,4 +1,5 @@
-"""Forget idle sessions (``mcpx_session_ttl``) while no new ones arrive, too."""
+"""Forget idle sessions (``mcpx_session_ttl``) while no new ones arrive, too; end the idle upstream
+sessions bridges keep (``expire_idle``: the client2026 bridge sends their DELETE)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ class Expiry:
             n = tracker.expire()
             if n:
                 logger.info(f"mcpx: {n} idle sessions left memory, {len(tracker)} remain (a sealed one is opened again from its token)")
+            for bridge in self.state.bridges.values():
+                expire_idle = getattr(bridge, "expire_idle", None)
+                if expire_idle is not None:  # upstream sessions a bridge keeps (client2026): ended on the server too
+                    try:
+                        expire_idle(tracker.ttl)
+                    except Exception as e:  # never end the loop
+                        logger.warning(f"mcpx: expiring a bridge's upstream sessions failed: {type(e).__name__}: {e}")
 
     def done(self) -> None:
         if self._task is not None:

@@ -56,9 +56,10 @@ class FlowUpstream:
         return self.sender.available(self.flow)
 
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
-                   on_chunk=None, stop=None, timeout: float = 600.0, client_headers: bool = False):
+                   on_chunk=None, stop=None, timeout: float = 600.0, client_headers: bool = False, detached: bool = False):
         """``client_headers``: also the client's other end-to-end headers (a custom API key, say),
-        but never its MCP session and routing headers."""
+        but never its MCP session and routing headers. ``detached``: the flow may have ended
+        (:meth:`upstream.Sender.available`)."""
         from ..bridge import Reply
         out = self.sender.headers_for(self.flow, headers, on_behalf=True)
         if self.host:
@@ -69,7 +70,8 @@ class FlowUpstream:
                                 if k not in _BRIDGE_MANAGED and not k.startswith("mcp-param-")}
             for k, v in self._copied.items():
                 out.setdefault(k, v)
-        r = await self.sender.send(self.flow, method, body, out, purpose, timeout=timeout, on_chunk=on_chunk, stop=stop, url=self.url)
+        r = await self.sender.send(self.flow, method, body, out, purpose, timeout=timeout, on_chunk=on_chunk, stop=stop, url=self.url,
+                                   detached=detached)
         return Reply(r.status, r.headers, r.body, r.flow.id)
 
     def abort(self, flow_id: str) -> None:

@@ -42,10 +42,12 @@ class Upstream(Protocol):
     ``headers``: the request's headers beyond content negotiation (e.g. ``mcp-session-id``,
     ``mcp-protocol-version``); the client's credentials are added (same origin). ``on_chunk``:
     called with each chunk of a streamed (SSE) answer; ``stop``: a future that ends the wait early
-    (the request runs on). Raises :class:`mcpx_core.upstream.UpstreamError`."""
+    (the request runs on); ``detached``: sent after the flow ended (the DELETE of an idle upstream
+    session). Raises :class:`mcpx_core.upstream.UpstreamError`."""
 
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
-                   on_chunk: Callable[[bytes], None] | None = None, stop: Any = None, timeout: float = 600.0) -> Reply: ...
+                   on_chunk: Callable[[bytes], None] | None = None, stop: Any = None, timeout: float = 600.0,
+                   detached: bool = False) -> Reply: ...
 
     def abort(self, flow_id: str) -> None:
         """End a request sent with :meth:`send` that still runs."""

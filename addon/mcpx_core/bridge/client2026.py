@@ -36,7 +36,9 @@ mcpx's own (``mcpx-<n>``, ``RPC-request-id-reuse``), mapped back on the answer.
 
 Memory only (a restart or another replica makes a new upstream session on the next request, which
 the stateless 2026 client does not notice): upstream sessions, held input_required round trips
-(600 s), listen streams. A retry whose ``requestState`` this process does not hold gets -32602.
+(600 s), listen streams. An upstream session unused for ``mcpx_session_ttl`` (no call in progress,
+no open listen stream, no held round trip) is ended: mcpx sends the server ``DELETE`` with its
+``Mcp-Session-Id``, as a legacy client ends a session (:meth:`Client2026Bridge.expire_idle`). A retry whose ``requestState`` this process does not hold gets -32602.
 """
 
 from __future__ import annotations
@@ -90,6 +92,12 @@ class Upstream2026Session:
     listening: int = 0
     #: the log level last set on it (logging/setLevel)
     log_level: str | None = None
+    #: client requests being handled on it now (a call waiting for its answer)
+    active: int = 0
+    #: when it was last used (``time.monotonic()``, seconds): idle past ``mcpx_session_ttl``, it is ended
+    used: float = field(default_factory=time.monotonic)
+    #: the :class:`~mcpx_core.bridge.Upstream` it was last used through: its DELETE goes there (:meth:`Client2026Bridge.expire_idle`)
+    upstream: Any = None
 
 
 @dataclass
@@ -123,6 +131,8 @@ class Client2026Bridge:
         self.rw = rewriter
         self.answers = answers  # bridge/stream.py AnswerStreams: listen streams mcpx writes
         self.sessions: dict[tuple, Upstream2026Session] = {}
+        #: upstream sessions of a client's second listen stream (not shared): ended once idle too
+        self.unshared: list[Upstream2026Session] = []
         self.held: dict[str, Held] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -155,6 +165,17 @@ class Client2026Bridge:
             return Answer(r.reply.status, r.reply.body, (("content-type", r.reply.headers.get("content-type", "application/json")),))
         exch.session = up.session
         self._expire()
+        up.active += 1  # (a call in progress keeps its upstream session: expire_idle)
+        up.upstream = upstream
+        try:
+            return await self._on_session(exch, msg, kind, m, params, body, headers, up, upstream)
+        finally:
+            up.active -= 1
+            up.used = time.monotonic()
+
+    async def _on_session(self, exch, msg: dict, kind: str, m: Any, params: dict, body: bytes | None, headers: dict[str, str],
+                          up: Upstream2026Session, upstream: Upstream) -> Answer | Pass | Streamed:
+        """A checked request of a 2026 client, on its upstream session ``up``."""
         if kind == "notification":
             if m == "notifications/cancelled":
                 self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="CANCEL-direction",
@@ -207,8 +228,11 @@ class Client2026Bridge:
         up = Upstream2026Session(s, result.get("instructions") if isinstance(result.get("instructions"), str) else None)
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         await upstream.send(json_body.dumps(note), self._headers(up), "notifications/initialized, for a 2026-07-28 client", timeout=30)
+        up.upstream = upstream
         if shared:
             self.sessions[key] = up
+        else:
+            self.unshared.append(up)
         self.rw.record(exch, [Change(pointer="", action="bridge", rule="LC-initialize",
                                      before=f"2026-07-28 client {(info or {}).get('name', '?')}",
                                      after=f"upstream session at {s.server_rev}",
@@ -620,6 +644,7 @@ class Client2026Bridge:
 
         async def ended() -> None:  # the client closed its listen stream: end the GET, unsubscribe
             up.listening -= 1
+            up.used = time.monotonic()
             if get.get("flow_id"):
                 upstream.abort(get["flow_id"])
             for uri in honoured.get("resourceSubscriptions") or ():
@@ -687,6 +712,47 @@ class Client2026Bridge:
         now = time.monotonic()
         for k in [k for k, h in self.held.items() if now - h.at > HELD_TTL]:
             self.held.pop(k, None)
+
+    def _busy(self, up: Upstream2026Session) -> bool:
+        """Whether ``up`` is in use: a call in progress, an open listen stream, a held input_required round trip."""
+        return bool(up.active or up.listening or any(h.upstream is up for h in self.held.values()))
+
+    def evict(self, ttl: float, now: float | None = None) -> list[Upstream2026Session]:
+        """Forget the upstream sessions unused for more than ``ttl`` seconds (``mcpx_session_ttl``) and
+        not :meth:`_busy`; returns them (the next request of their client makes a new one)."""
+        now = time.monotonic() if now is None else now
+        self._expire()
+        idle = [up for up in [*self.sessions.values(), *self.unshared] if not self._busy(up) and now - up.used > ttl]
+        if idle:
+            self.sessions = {k: up for k, up in self.sessions.items() if up not in idle}
+            self.unshared = [up for up in self.unshared if up not in idle]
+        return idle
+
+    def expire_idle(self, ttl: float) -> int:
+        """Called by the expiry loop (addons/expiry.py, as sessions are expired): :meth:`evict`, then end
+        each evicted session on the server as a legacy client does (2025-03-26+ Streamable HTTP: ``DELETE``
+        with its ``Mcp-Session-Id``), through the :class:`~mcpx_core.bridge.Upstream` it was last used
+        through (a flow that has ended: ``detached``), in the background; one log line each. Returns the count."""
+        idle = self.evict(ttl)
+        for up in idle:
+            task = asyncio.get_running_loop().create_task(self._end(up, ttl))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return len(idle)
+
+    async def _end(self, up: Upstream2026Session, ttl: float) -> None:
+        s = up.session
+        who = f"upstream session of 2026-07-28 client {(s.client_info or {}).get('name', '?')!r} ({s.server_rev})"
+        if not s.upstream_id or up.upstream is None:
+            logger.info(f"mcpx: {NAME}: {who} idle for more than {ttl:g} s: forgotten (the server gave no session id)")
+            return
+        try:
+            reply = await up.upstream.send(b"", self._headers(up), f"DELETE of an idle upstream session of a 2026-07-28 client",
+                                           method="DELETE", timeout=30, detached=True)
+            how = f"DELETE answered HTTP {reply.status}"
+        except Exception as e:  # the server gone: nothing more to end
+            how = f"DELETE failed: {getattr(e, 'reason', None) or type(e).__name__}"
+        logger.info(f"mcpx: {NAME}: {who} idle for more than {ttl:g} s: ended ({how})")
 
 
 @dataclass

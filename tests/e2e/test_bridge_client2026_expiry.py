@@ -1,0 +1,138 @@
+"""The client2026 bridge's upstream sessions are ended once idle, through the real mitmdump.
+
+mcpx keeps one upstream legacy session per 2026-07-28 client identity (bridge/client2026.py). Before,
+they lived as long as the process. Now one unused for ``mcpx_session_ttl`` (no call in progress, no
+open listen stream, no held round trip) is forgotten by the expiry loop (addons/expiry.py) and ended
+on the server as a legacy client ends a session: ``DELETE`` with its ``Mcp-Session-Id``; one log line
+says so; the client's next request makes a new upstream session. An open listen stream keeps its
+session: another client's idle session is ended first, the listener's only once its stream closed.
+
+The scripted legacy server numbers its sessions (legacy-1, legacy-2, ...) and signals each DELETE:
+the tests wait on those signals, never on a fixed delay.
+"""
+from __future__ import annotations
+
+import http.client
+import itertools
+import json
+import threading
+import time
+
+import orjson
+import pytest
+
+from proxy_lib import Proxy, ScriptedMcpHandler, serve
+
+NEW = "2026-07-28"
+
+
+def meta(name: str) -> dict:
+    return {"io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"}}
+
+
+class Legacy(ScriptedMcpHandler):
+    """A 2025-11-25 server: sessions legacy-1, legacy-2, ...; tools/call answered; GET streams held
+    open until ``release``; every request kept in ``seen`` as (HTTP method, Mcp-Session-Id, JSON-RPC method)."""
+
+    seen: list = []
+    deletes: list = []
+    deleted = threading.Condition()
+    release = threading.Event()
+    numbers = itertools.count(1)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self.seen.append(("POST", self.headers.get("mcp-session-id"), body.get("method")))
+        if body.get("method") == "initialize":
+            out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "legacy", "version": "1"}}})
+            self.send_json(out, {"mcp-session-id": f"legacy-{next(self.numbers)}"})
+        elif "id" in body:
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"content": [{"type": "text", "text": "ok"}]}}))
+        else:
+            self.send_accepted()
+
+    def do_DELETE(self):
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+        with self.deleted:
+            self.deletes.append((self.headers.get("mcp-session-id"), self.headers.get("mcp-protocol-version")))
+            self.deleted.notify_all()
+
+    def do_GET(self):
+        self.seen.append(("GET", self.headers.get("mcp-session-id"), None))
+        self.start_sse()
+        self.release.wait(30)
+
+
+@pytest.fixture
+def server():
+    Legacy.release.clear()
+    Legacy.numbers = itertools.count(1)
+    yield from serve(Legacy, "seen", "deletes")
+    Legacy.release.set()
+
+
+def wait_deletes(n: int, timeout: float = 20) -> list:
+    """The DELETEs the server got, once there are ``n`` (fails after ``timeout`` seconds)."""
+    with Legacy.deleted:
+        assert Legacy.deleted.wait_for(lambda: len(Legacy.deletes) >= n, timeout), Legacy.deletes
+        return list(Legacy.deletes)
+
+
+def post(port: int, msg: dict, name: str | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": NEW, "mcp-method": msg["method"]}
+    if name:
+        headers["mcp-name"] = name
+    conn.request("POST", "/mcp", orjson.dumps(msg), headers)
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, body
+
+
+def call(rid: int, client: str) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "x", "arguments": {}, "_meta": meta(client)}}
+
+
+OPTIONS = {"mcpx_server_era": "legacy", "mcpx_session_ttl": "1s"}
+
+
+def test_an_idle_upstream_session_is_deleted_and_the_next_request_makes_a_new_one(server, tmp_path):
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, save=False, options=OPTIONS) as px:
+        status, body = post(px.port, call(1, "raw-2026"), "x")
+        assert (status, orjson.loads(body)["result"]["content"]) == (200, [{"type": "text", "text": "ok"}])
+        assert wait_deletes(1) == [("legacy-1", "2025-11-25")]  # the server's own id, and the session's revision
+        status, body = post(px.port, call(2, "raw-2026"), "x")
+        assert status == 200
+        out = px.output()
+    assert Legacy.seen == [
+        ("POST", None, "initialize"), ("POST", "legacy-1", "notifications/initialized"), ("POST", "legacy-1", "tools/call"),
+        ("POST", None, "initialize"), ("POST", "legacy-2", "notifications/initialized"), ("POST", "legacy-2", "tools/call")]
+    lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "idle for more than" in line]
+    assert lines == ["mcpx: client2026: upstream session of 2026-07-28 client 'raw-2026' (2025-11-25) idle for more than 1 s: "
+                     "ended (DELETE answered HTTP 200)"]
+
+
+def test_an_open_listen_stream_keeps_its_upstream_session(server, tmp_path):
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, save=False, options=OPTIONS) as px:
+        conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+        listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {"_meta": meta("listener"), "notifications": {}}}
+        conn.request("POST", "/mcp", orjson.dumps(listen), {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                                                            "mcp-protocol-version": NEW, "mcp-method": "subscriptions/listen"})
+        r = conn.getresponse()
+        buf = b""
+        while b"\n\n" not in buf:
+            buf += r.read1(65536)
+        assert r.status == 200 and b"notifications/subscriptions/acknowledged" in buf
+        # another client's session, made later and idle: it is ended, the listener's (idle longer) is not
+        assert post(px.port, call(1, "caller"), "x")[0] == 200
+        assert wait_deletes(1) == [("legacy-2", "2025-11-25")]
+        r.close()  # the listen ends (the response holds the socket too): its session is idle from now on
+        conn.close()
+        assert wait_deletes(2) == [("legacy-2", "2025-11-25"), ("legacy-1", "2025-11-25")]
+    assert [x for x in Legacy.seen if x[2] != "notifications/initialized"][:2] == [("POST", None, "initialize"), ("GET", "legacy-1", None)]
