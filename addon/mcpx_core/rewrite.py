@@ -80,11 +80,16 @@ class Exchange:
     flow_id: str | None = None
     #: the server's origin (scheme://host:port): era verdicts are kept per origin
     origin: str = ""
+    #: the server's origin and path (``scheme://host:port/path``, no query): servers seen priming an
+    #: SSE stream are kept by it (mcpx_sse_resume=auto, :mod:`mcpx_core.bridge.resume`)
+    endpoint: str = ""
     session: Session | None = None
     #: fallback session keys for clients that echo no session id: the client's connection, then its host
     client_keys: tuple[str, ...] = ()
     is_mcp: bool = False
     request_ids: dict = field(default_factory=dict)
+    #: the ids of ``request_ids`` the server answered so far (a result or an error)
+    answered_ids: set = field(default_factory=set)
     single_request_id: Any = None
     initialize: dict | None = None
     replies: list[dict] = field(default_factory=list)
@@ -100,6 +105,9 @@ class Exchange:
     upstream_sent: bool = False
     #: why mcpx answered this flow itself (a bridge), shown in the views and the flow's comment
     answered_by: str | None = None
+    #: mcpx relays this flow's request and answer itself (:mod:`mcpx_core.bridge.resume`): what it
+    #: resumes, shown in the views and the flow's comment; its answer is rewritten as any other
+    relayed: str | None = None
     #: the disposition decided from the headers alone (a request body mitmproxy streams, or may)
     early: Disposition | None = None
     #: records held back (:meth:`Rewriter.flush`): those of a disposition decided from the headers of a
@@ -156,6 +164,9 @@ class Rewriter:
         self.on_changes = on_changes
         self.profiles = profile_set if profile_set is not None else profiles.NONE
         self.audit = audit_results
+        #: called with the exchange of an SSE stream that carries a priming event (an ``id`` and
+        #: empty data, 2025-11-25 basic/transports.mdx:107): its server uses SSE polling
+        self.on_priming: Callable[[Exchange], None] | None = None
         #: whether every record is read (``on_changes`` writes a log, say): when False, only the records the
         #: flow keeps (:data:`FLOW_KEEP_MAX`) get their before/after summaries; the others are only counted
         self.summarize_all = True
@@ -213,9 +224,11 @@ class Rewriter:
         for args in held or ():
             self._emit(exch, *args)
 
-    def record(self, exch: Exchange, changes: list[Change], direction: str, from_rev: str | None, to_rev: str | None) -> None:
-        """Log records made outside a message (e.g. header rules)."""
-        self._emit(exch, changes, direction, None, None, from_rev, to_rev)
+    def record(self, exch: Exchange, changes: list[Change], direction: str, from_rev: str | None, to_rev: str | None,
+               msg: Any = None, method: str | None = None) -> None:
+        """Log records made outside a message (e.g. header rules); ``msg`` (its ``id``) and
+        ``method``: the message they concern, if any."""
+        self._emit(exch, changes, direction, msg, method, from_rev, to_rev)
 
     def passthrough(self, exch: Exchange, direction: str, reason: str, pointer: str = "") -> None:
         from_rev, to_rev = exch.revisions if direction == "s2c" else exch.revisions[::-1]
@@ -442,8 +455,10 @@ class Rewriter:
             asked_by = "c2s" if direction == "s2c" else "s2c"
             known = _hashable(jid)  # another id (true, an object) answers no request
             method = (exch.request_ids.get(jid) if direction == "s2c" and known else None) or (s.answer(asked_by, jid) if s and known else None)
-            if direction == "s2c" and s is not None and known and jid in exch.request_ids:
-                s.answer("c2s", jid)
+            if direction == "s2c" and known and jid in exch.request_ids:
+                exch.answered_ids.add(jid)
+                if s is not None:
+                    s.answer("c2s", jid)
             if direction == "s2c" and exch.id_map and isinstance(jid, str) and jid in exch.id_map:
                 # RPC-request-id-reuse: the server answered the id mcpx gave it; the client gets its own back
                 msg["id"] = exch.id_map[jid]
@@ -774,6 +789,8 @@ class Rewriter:
         if ev.payload is None:
             return ev.raw
         if ev.blank():
+            if ev.last_id and self.on_priming is not None:
+                self.on_priming(exch)
             if revisions.is_known(to_rev) and to_rev != "2025-11-25":  # the only revision with priming events
                 self._emit(exch, [Change(pointer="", action="drop-message", rule=PRIMING_RULE, before=summ_event(ev),
                                          detail="empty-data (priming) event: only 2025-11-25 clients get it")],
@@ -845,6 +862,8 @@ class SSERewriter:
         self.undecodable = False
         self._received = 0  # compressed bytes decoded so far
         self._lf_written = False  # the last event was rewritten with CRLF line ends though only its blank line's CR came
+        #: the id of the last event that set one (its ``id:`` field, as the client's last event ID), or None
+        self.last_id: str | None = None
         self.keep = keep
         self._original = _Kept(keep)
         self._delivered = _Kept(keep)
@@ -911,6 +930,8 @@ class SSERewriter:
                 self._lf_written = False
                 continue
             self._lf_written = False
+            if ev.last_id is not None:
+                self.last_id = ev.last_id
             if ev.open_cr:
                 # its blank line's CR came last, an LF may follow: if the event is rewritten, its lines
                 # end in CRLF, as when the LF came with it, and that LF is then not written again

@@ -202,6 +202,12 @@ class Settings(BaseModel):
         "auto", "choice", "legacy",
         "Which era the server speaks: auto (learn it: a server/discover probe when the first "
         "2026-07-28 client comes, the answer to the first legacy initialize), legacy, 2026 or dual.")
+    sse_resume: Literal["auto", "always", "off"] = _opt(
+        "auto", "choice", "always",
+        "SSE polling for clients older than 2025-11-25 (2025-11-25 basic/transports.mdx:107): when a 2025-11-25 "
+        "server closes a POST's SSE stream after an event id and before its answer, mcpx resumes it upstream with "
+        "GET and Last-Event-ID and the client's stream stays open. auto: relay the calls to servers seen priming a "
+        "stream; always: relay every such call; off: never (the client's stream ends, with a record).")
     repair: bool = _opt(
         True, "bool", "false",
         "Repair values every revision rejects and that can mean one thing only ([] for an object, null for an "

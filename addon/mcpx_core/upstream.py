@@ -71,6 +71,9 @@ class _Own:
     #: final ``on_chunk(b"")``: the :class:`~mcpx_core.framing.encoding.DecodeFailed` and the offset
     #: of the compressed byte from which nothing decoded
     on_undecodable: Callable[[Any, int], None] | None = None
+    #: called once with the response as soon as its headers came, and whether its body streams to
+    #: ``on_chunk`` (a ``text/event-stream`` answer mcpx can decode) or comes whole with the reply
+    on_head: Callable[[http.Response, bool], None] | None = None
     received: list[bytes] = field(default_factory=list)
     streamed: bool = False
     #: the response's bytes as received (encoded), while they fit in :attr:`Sender.keep`
@@ -147,7 +150,8 @@ class Sender:
     async def send(self, parent: http.HTTPFlow, method: str, body: bytes | None, headers: dict[str, str], purpose: str,
                    *, timeout: float = 60.0, on_chunk: Callable[[bytes], None] | None = None,
                    stop: asyncio.Future | None = None, url: str | None = None,
-                   on_undecodable: Callable[[Any, int], None] | None = None, detached: bool = False) -> Reply:
+                   on_undecodable: Callable[[Any, int], None] | None = None, detached: bool = False,
+                   on_head: Callable[[http.Response, bool], None] | None = None) -> Reply:
         """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
 
         ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
@@ -155,10 +159,12 @@ class Sender:
         ends there for ``on_chunk``: what decoded before the fault, then ``b""``, or, when
         ``on_undecodable`` is given, that instead of ``b""``, with the
         :class:`~mcpx_core.framing.encoding.DecodeFailed` and the compressed byte from which nothing
-        decoded; never an exception in mitmproxy's stream); ``stop``: a future that, once done,
-        ends the wait early (the request runs on in the background, up to ``timeout``); ``url``: the
-        server's URL when it is not ``parent``'s (a flow redirected since); ``detached``: ``parent`` may
-        have ended (see :meth:`available`). Raises :class:`UpstreamError`.
+        decoded; never an exception in mitmproxy's stream); ``on_head``: called with the response
+        once its headers came (before any ``on_chunk``), and whether its body streams to ``on_chunk``;
+        ``stop``: a future that, once done, ends the wait early (the request runs on in the
+        background, up to ``timeout``); ``timeout``: seconds, or None to wait as long as the server
+        streams; ``url``: the server's URL when it is not ``parent``'s (a flow redirected since);
+        ``detached``: ``parent`` may have ended (see :meth:`available`). Raises :class:`UpstreamError`.
         """
         if not self.available(parent, detached):
             raise UpstreamError("no live proxy to send through (offline replay)")
@@ -167,12 +173,14 @@ class Sender:
         req = http.Request.make(method, url or parent.request.url, body or b"", headers)
         if "host" in headers:
             req.headers["host"] = headers["host"]
+        if method == "GET" and not body and "content-length" not in headers:
+            req.headers.pop("content-length", None)  # (Request.make sets one): a GET has no body to frame
         flow = http.HTTPFlow(parent.client_conn, connection.Server(address=(req.host, req.port)))
         flow.request = req
         flow.is_replay = "request"
         flow.metadata["mcpx"] = {"origin": ORIGIN, "purpose": purpose, "for_flow": parent.id}
         flow.comment = f"mcpx: sent by mcpx: {purpose} (for flow {parent.id[:8]})"
-        own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable)
+        own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable, on_head=on_head)
         handler = ReplayHandler(flow, ctx.options)
         task = asyncio.get_running_loop().create_task(handler.replay())
         own.handler, own.task = handler, task
@@ -236,10 +244,21 @@ class Sender:
 
     # -- called from the addon's hooks for flows mcpx sent -----------------------------------
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        """Stream an own flow's SSE response to its ``on_chunk`` (decoded), as it arrives."""
+        """Stream an own flow's SSE response to its ``on_chunk`` (decoded), as it arrives; then
+        tell ``on_head`` the response's headers came."""
         own = self.own.get(flow.id)
-        if own is None or own.on_chunk is None or flow.response is None:
+        if own is None or flow.response is None:
             return
+        if own.on_chunk is not None:
+            self._stream(flow, own)
+        if own.on_head is not None:
+            try:
+                own.on_head(flow.response, own.streamed)
+            except Exception as e:  # a callback must never break mitmproxy's flow
+                logger.warning(f"mcpx: own request head handler failed: {type(e).__name__}: {e}")
+
+    def _stream(self, flow: http.HTTPFlow, own: _Own) -> None:
+        assert flow.response is not None
         if flow.response.headers.get("content-type", "").split(";")[0].strip().lower() != "text/event-stream":
             return
         from .framing.encoding import DecodeFailed, stream_decoder

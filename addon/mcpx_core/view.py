@@ -234,7 +234,7 @@ def attribute(units: list[Unit], ctx: _Context) -> list[dict]:
     # a dropped priming event's record belongs to that event
     primings = [u for u in units if u.note == PRIMING_NOTE]
     for i, c in enumerate(records):
-        if not taken[i] and primings and c.get("rule") == PRIMING_RULE:
+        if not taken[i] and primings and c.get("rule") == PRIMING_RULE and c.get("action") == "drop-message":
             primings.pop(0).changes.append(c)
             taken[i] = True
     return [c for i, c in enumerate(records) if not taken[i]]

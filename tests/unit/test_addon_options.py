@@ -59,6 +59,8 @@ REFUSED = [
      'mcpx: invalid value "stric" for mcpx_policy: not one of strict, lenient; e.g. --set mcpx_policy=strict'),
     (["mcpx_audio=blob"],
      'mcpx: invalid value "blob" for mcpx_audio: not one of text, embed; e.g. --set mcpx_audio=embed'),
+    (["mcpx_sse_resume=sometimes"],
+     'mcpx: invalid value "sometimes" for mcpx_sse_resume: not one of auto, always, off; e.g. --set mcpx_sse_resume=off'),
     (["mcpx_pin=old-client=2025-13-01"],
      'mcpx: invalid value "old-client=2025-13-01" for mcpx_pin: not CLIENT_NAME=REVISION with a revision of '
      '2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; e.g. --set mcpx_pin=old-client=2025-03-26'),
@@ -115,7 +117,7 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
     assert lines[1] == (f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "
                         f"mcpx_policy=strict mcpx_log={px.log_path} mcpx_max_body=64MB mcpx_max_sessions=10000 "
                         f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_record_lines=false mcpx_bridge=true "
-                        f"mcpx_server_era=auto mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_pin=-")
+                        f"mcpx_server_era=auto mcpx_sse_resume=auto mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_pin=-")
     assert lines[2].startswith("reverse proxy to http://127.0.0.1:") and "listening at 127.0.0.1:" in lines[2]
     assert "mcpx: s2c tools/call id=1 2025-03-26->2025-03-26: 1 rewritten (rewrite: CT-resource_link)" in lines
 
@@ -198,6 +200,20 @@ def test_refused_while_running_keeps_the_value(caplog):
         tctx.configure(addon, mcpx_max_body="2MiB")  # a change that takes effect is announced
         active = [r.getMessage() for r in caplog.records if " active: " in r.getMessage()]
         assert len(active) == 1 and " mcpx_max_body=2MiB " in active[0]
+
+
+def test_sse_resume_option():
+    """mcpx_sse_resume reaches the relay's decision (addon/mcpx_core/bridge/resume.py); auto by default."""
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        assert addon.state.resume.mode == "auto"
+        tctx.configure(addon, mcpx_sse_resume="off")
+        assert addon.state.resume.mode == "off"
+        with pytest.raises(exceptions.OptionsError, match="mcpx_sse_resume"):
+            tctx.configure(addon, mcpx_sse_resume="never")
+        assert (tctx.options.mcpx_sse_resume, addon.state.resume.mode) == ("off", "off")
+        tctx.configure(addon, mcpx_sse_resume="always")
+        assert addon.state.resume.mode == "always"
 
 
 def test_pin_option():

@@ -168,6 +168,8 @@ class Options:
             st.rewriter.audit = s.audit
         if "mcpx_repair" in updated:
             st.rewriter.repair = s.repair
+        if "mcpx_sse_resume" in updated:
+            st.resume.mode = s.sse_resume
         st.rewriter.policy = s.policy
         st.rewriter.options["audio"] = s.audio
         st.tracker.max_sessions = s.max_sessions

@@ -126,6 +126,8 @@ class ClientRequests:
                 if new is not None:
                     st.keep_body(flow, "request", body if body is not None else req.get_content(strict=False) or b"")
                     req.content = new
+                if st.resume.wants(flow, exch):  # SSE polling toward an older client (bridge/resume.py)
+                    await st.resume.start(flow, exch, st.max_body)
             case AnswerLocally(status=status, body=payload, headers=headers):
                 exch.answered = True
                 flow.response = http.Response.make(status, payload, header_fields(headers))

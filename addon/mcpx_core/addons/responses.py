@@ -115,6 +115,7 @@ class ServerResponses:
                 st.tracker.end(exch.session)
             return
         if stream is not None and stream.finished:
+            st.resume.closed_early(exch, stream)  # a server that closed it before the answer (SSE polling)
             # streamed live: keep what was delivered (bounded) so views and -w see it
             if stream.original != stream.delivered:
                 st.keep_body(flow, "response", bytes(stream.original))

@@ -17,6 +17,7 @@ from mitmproxy import http
 from .. import profiles, revisions, upstream
 from ..bridge.client2026 import Client2026Bridge
 from ..bridge.legacy_client import LegacyClientBridge
+from ..bridge.resume import Resumer
 from ..bridge.stream import AnswerStreams
 from ..changes import Change, ChangeLog, flow_summary, revisions_known, summary_line
 from ..framing import json_body
@@ -95,6 +96,10 @@ class State:
         self.answers = AnswerStreams()
         self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter, self.answers)}
         self.bridges[LegacyClientBridge.name] = LegacyClientBridge(self)
+        #: SSE polling for clients older than 2025-11-25 (bridge/resume.py, mcpx_sse_resume); it learns
+        #: which servers poll from the priming events the SSE rewriting sees
+        self.resume = Resumer(self.rewriter, self.sender, self.answers)
+        self.rewriter.on_priming = self.resume.learn
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
@@ -126,8 +131,9 @@ class State:
         if flow.live:  # answers on the client's behalf are sent for it; offline flows get none
             self.flows[flow.id] = flow
         peer = flow.client_conn.peername
+        origin = origin_of(flow)
         exch = Exchange(flow_id=flow.id, client_keys=(f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}") if peer else (),
-                        origin=origin_of(flow))
+                        origin=origin, endpoint=origin + flow.request.path.split("?", 1)[0])
         self.exchanges[flow.id] = exch
         return exch
 
@@ -200,8 +206,11 @@ class State:
             meta["replies"] = exch.replies
         if exch.answered_by:
             meta["answered_by"] = exch.answered_by
-        if exch.changes or exch.answered_by:
-            parts = ([f"answered by mcpx ({exch.answered_by})"] if exch.answered_by else []) + ([flow_summary(exch.changes)] if exch.changes else [])
+        if exch.relayed:
+            meta["relayed"] = exch.relayed
+        if exch.changes or exch.answered_by or exch.relayed:
+            parts = ([f"answered by mcpx ({exch.answered_by})"] if exch.answered_by else []) + \
+                    ([exch.relayed] if exch.relayed else []) + ([flow_summary(exch.changes)] if exch.changes else [])
             flow.comment = "mcpx: " + "; ".join(parts)
             if any(c.action in ("drop", "drop-message", "passthrough") for c in exch.changes):
                 flow.marked = ":scissors:"

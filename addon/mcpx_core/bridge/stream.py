@@ -15,6 +15,13 @@ whose body mitmproxy may stream (larger than ``stream_large_bodies``, or of unkn
 here from its headers, so that no byte of it reaches the server whatever mitmproxy decides about
 streaming: the endpoint reads the body to its end (discarding it) and gives the answer, keeping the
 connection open for the next routed request.
+
+And it relays (:meth:`AnswerStreams.relay`, :mod:`.resume`): a client's request mcpx sends upstream
+itself is routed here with its method, headers and body (read and discarded: mcpx sent its own
+copy); the endpoint answers with the status and headers the relay gives once the server's came
+(:attr:`AnswerStream.head`), then either a whole body or the chunks the relay puts, chunked, and
+keeps the connection open for the next routed request. mitmproxy then streams and rewrites that
+answer as it would the server's own: the client's flow is rewritten as any other.
 """
 
 from __future__ import annotations
@@ -35,8 +42,12 @@ class AnswerStream:
     ``keep`` bytes put (the flow's body in mitmweb and ``-w`` files: what the client got)."""
 
     def __init__(self, token: str, headers: list[tuple[str, str]], on_close: Callable[[], Awaitable[None]] | None,
-                 keep: int = 1 << 20):
+                 keep: int = 1 << 20, head: asyncio.Future | None = None):
         self.token = token
+        #: a relay's head, given later (:meth:`AnswerStreams.relay`): a future of (status, reason,
+        #: headers as (name, value) pairs, body) where body is the whole body, or None when the
+        #: chunks :meth:`put` follow; None for a bridge's stream (``200`` and ``headers`` at once)
+        self.head = head
         self.headers = headers
         self.on_close = on_close
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -72,6 +83,7 @@ class AnswerStreams:
         self.streams: dict[str, AnswerStream] = {}
         #: token -> (status, headers, body) of a fixed answer (:meth:`answer`), served once
         self.fixed: dict[str, tuple[int, tuple[tuple[str, str], ...], bytes]] = {}
+        self._closing: set[asyncio.Task] = set()
 
     async def ensure(self) -> None:
         if self.server is None:
@@ -91,6 +103,25 @@ class AnswerStreams:
         token = os.urandom(12).hex()
         s = self.streams[token] = AnswerStream(token, [("content-type", content_type), ("cache-control", "no-cache, no-transform"),
                                                        ("x-accel-buffering", "no")], on_close, keep)
+        return s
+
+    def relay(self, flow, on_close: Callable[[], Awaitable[None]] | None = None) -> AnswerStream:
+        """Route ``flow`` (in its ``request`` hook, once :meth:`ensure` has run) to a relayed answer:
+        its method, headers and body go to this endpoint (which reads the body and discards it), and
+        the answer is what the returned stream's :attr:`AnswerStream.head` gives, then its chunks.
+        The relay must always set ``head`` (a failed one: an error answer), else the client waits."""
+        assert self.port is not None, "AnswerStreams.ensure() first"
+        token = os.urandom(12).hex()
+        s = self.streams[token] = AnswerStream(token, [], on_close, keep=0,
+                                               head=asyncio.get_running_loop().create_future())
+        r = flow.request
+        r.scheme, r.host, r.port = "http", "127.0.0.1", self.port
+        r.path = PATH + token
+        r.headers["host"] = f"127.0.0.1:{self.port}"
+        try:
+            flow.server_conn.via = None  # straight to this process, never through an upstream proxy
+        except AttributeError:
+            pass
         return s
 
     def route(self, flow, stream: AnswerStream) -> None:
@@ -136,76 +167,138 @@ class AnswerStreams:
         return undo
 
     def forget(self, flow) -> None:
-        """Drop the fixed answer ``flow`` was routed to, if the endpoint did not give it (the client went away first)."""
-        if self.fixed:
+        """Drop the fixed answer or stream ``flow`` was routed to, if the endpoint did not give it
+        (the client went away first): a stream's ``on_close`` runs (a relay then stops)."""
+        if self.fixed or self.streams:
             path = flow.request.path
             if path.startswith(PATH):
                 self.fixed.pop(path[len(PATH):], None)
+                stream = self.streams.pop(path[len(PATH):], None)
+                if stream is not None:
+                    task = asyncio.get_running_loop().create_task(_closed(stream))
+                    self._closing.add(task)
+                    task.add_done_callback(self._closing.discard)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        stream = None
         try:
-            while True:  # fixed answers keep the connection open (mitmproxy reuses it); a stream ends it
+            while True:  # fixed answers and relays keep the connection open (mitmproxy reuses it); a stream ends it
                 head = await reader.readuntil(b"\r\n\r\n")
                 target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
                 token = target[len(PATH):] if target.startswith(PATH) else ""
                 fixed = self.fixed.pop(token, None)
-                if fixed is None:
-                    break
-                await _discard_body(reader, head)
-                status, headers, body = fixed
-                try:
-                    reason = http.HTTPStatus(status).phrase
-                except ValueError:
-                    reason = ""
-                lines = [f"HTTP/1.1 {status} {reason}".encode()] + \
-                        [f"{k}: {v}".encode() for k, v in headers if k.lower() not in ("content-length", "transfer-encoding")] + \
-                        [b"content-length: %d" % len(body), b"", b""]
-                writer.write(b"\r\n".join(lines) + body)
-                await writer.drain()
-            stream = self.streams.pop(token, None)
-            if stream is None:
-                writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                await writer.drain()
-                return
-            lines = [b"HTTP/1.1 200 OK"] + [f"{k}: {v}".encode() for k, v in stream.headers] + \
-                    [b"transfer-encoding: chunked", b"connection: close", b"", b""]
-            writer.write(b"\r\n".join(lines))
-            await writer.drain()
-            gone = asyncio.ensure_future(reader.read(1))  # the client (mitmproxy) closed the connection
-            while True:
-                get = asyncio.ensure_future(stream.queue.get())
-                done, _ = await asyncio.wait({get, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if get not in done:
-                    get.cancel()
-                    break
-                chunk = get.result()
-                if chunk is None:
-                    writer.write(b"0\r\n\r\n")
+                if fixed is not None:
+                    await _discard_body(reader, head)
+                    status, headers, body = fixed
+                    writer.write(_head(status, None, headers, b"content-length: %d" % len(body)) + body)
                     await writer.drain()
-                    break
-                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                await writer.drain()
-            gone.cancel()
+                    continue
+                stream = self.streams.pop(token, None)
+                if stream is None:
+                    writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    await writer.drain()
+                    return
+                if stream.head is None:
+                    await self._stream(reader, writer, stream)
+                    return
+                await _discard_body(reader, head)
+                if not await self._relay(reader, writer, stream):
+                    return
         except (ConnectionError, asyncio.IncompleteReadError, IndexError, ValueError, asyncio.LimitOverrunError):
             pass
         finally:
-            if stream is not None:
-                stream.closed = True
-                if stream.on_close is not None:
-                    try:
-                        await stream.on_close()
-                    except Exception as e:
-                        logger.warning(f"mcpx: closing an answer stream: {type(e).__name__}: {e}")
             try:
                 writer.close()
             except Exception:
                 pass
 
+    async def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: AnswerStream) -> None:
+        """A bridge's stream: ``200`` with its headers at once, its chunks, then the connection ends."""
+        try:
+            lines = [b"HTTP/1.1 200 OK"] + [f"{k}: {v}".encode() for k, v in stream.headers] + \
+                    [b"transfer-encoding: chunked", b"connection: close", b"", b""]
+            writer.write(b"\r\n".join(lines))
+            await writer.drain()
+            gone = asyncio.ensure_future(reader.read(1))  # the client (mitmproxy) closed the connection
+            try:
+                await _pump(writer, stream, gone)
+            finally:
+                gone.cancel()
+        finally:
+            await _closed(stream)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: AnswerStream) -> bool:
+        """A relay's answer (see :meth:`relay`). True: it was written whole, the connection can
+        serve the next request; False: the client (mitmproxy) went away first."""
+        assert stream.head is not None
+        gone = asyncio.ensure_future(reader.read(1))  # the client (mitmproxy) closed the connection
+        try:
+            done, _ = await asyncio.wait({stream.head, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if stream.head not in done:
+                return False
+            status, reason, headers, body = stream.head.result()
+            if body is not None:
+                gone.cancel()  # mitmproxy sends its next request only after this answer: not one byte of it is read here
+                writer.write(_head(status, reason, headers, b"content-length: %d" % len(body)) + body)
+                await writer.drain()
+                stream.finished = True
+                return True
+            writer.write(_head(status, reason, headers, b"transfer-encoding: chunked"))
+            await writer.drain()
+            return await _pump(writer, stream, gone)
+        finally:
+            gone.cancel()
+            await asyncio.wait({gone})  # settled before the next request's head is read
+            await _closed(stream)
+
     def stop(self) -> None:
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+def _head(status: int, reason: str | None, headers, framing: bytes) -> bytes:
+    """An HTTP/1.1 response head: the status line (``reason``: the server's phrase, None: the
+    standard one), ``headers`` (name, value; str or bytes) without their framing fields, then ``framing``."""
+    if reason is None:
+        try:
+            reason = http.HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+    lines = [f"HTTP/1.1 {status} {reason}".encode("utf-8", "surrogateescape")]
+    for k, v in headers:
+        k, v = (x if isinstance(x, bytes) else x.encode("utf-8", "surrogateescape") for x in (k, v))
+        if k.lower() not in (b"content-length", b"transfer-encoding"):
+            lines.append(k + b": " + v)
+    lines += [framing, b"", b""]
+    return b"\r\n".join(lines)
+
+
+async def _pump(writer: asyncio.StreamWriter, stream: AnswerStream, gone: asyncio.Future) -> bool:
+    """Write the chunks put on ``stream`` (HTTP/1.1 chunked) until it is closed (True: its last chunk
+    written) or the client goes away (``gone`` done first: False)."""
+    while True:
+        get = asyncio.ensure_future(stream.queue.get())
+        done, _ = await asyncio.wait({get, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if get not in done:
+            get.cancel()
+            return False
+        chunk = get.result()
+        if chunk is None:
+            gone.cancel()  # before the last chunk goes: a next request's bytes are never read by it
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            return True
+        writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        await writer.drain()
+
+
+async def _closed(stream: AnswerStream) -> None:
+    stream.closed = True
+    if stream.on_close is not None:
+        try:
+            await stream.on_close()
+        except Exception as e:
+            logger.warning(f"mcpx: closing an answer stream: {type(e).__name__}: {e}")
 
 
 async def _discard_body(reader: asyncio.StreamReader, head: bytes) -> None:

@@ -238,6 +238,11 @@ class SSEParser:
         self._skip = (at_start, cr)
         return -1
 
+    @property
+    def inside_oversize(self) -> bool:
+        """Whether the bytes so far end inside an event larger than ``max_event`` (its parts came out raw)."""
+        return self._skip is not None
+
     def close(self) -> tuple[list[Event], bytes]:
         """End of stream: events completed by the final bytes, then bytes of an unterminated event."""
         events = self._scan(self._buf, final=True)
