@@ -75,8 +75,8 @@ def test_non_mcp_answers_and_bodies_that_do_not_parse(tmp_path):
             non_mcp_records = px.changes()
             non_mcp_lines = mcpx_lines(px)
             # 2. a JSON-RPC POST whose body does not parse (no session id): forwarded as is, one c2s record;
-            # it names the session mcpx bound the request to, as any record does: here the one the
-            # initialize sent to the wrong path started on this connection (found by the connection)
+            # it names no session: the initialize sent to the wrong path (an HTML 404) started none on this
+            # connection (a failed initialize is abandoned: SessionTracker.abandon)
             conn.request("POST", "/mcp", TRUNCATED, {"content-type": "application/json", "accept": "application/json, text/event-stream"})
             r = conn.getresponse()
             assert (r.status, r.read()) == (400, PARSE_ERROR)
@@ -91,15 +91,15 @@ def test_non_mcp_answers_and_bodies_that_do_not_parse(tmp_path):
         srv.stop()
     assert non_mcp_records == [] and non_mcp_lines == []
     assert TRUNCATED in Server.received
-    recs = [(r["direction"], r["action"], r["session"][:2], r["from_rev"], r["to_rev"], r["detail"]) for r in px.changes()]
+    recs = [(r["direction"], r["action"], r["session"] and r["session"][:2], r["from_rev"], r["to_rev"], r["detail"]) for r in px.changes()]
     assert recs == [
-        ("c2s", "passthrough", "s-", None, None, "body is not valid JSON: unexpected end of data: line 1 column 30 (char 29)"),
+        ("c2s", "passthrough", None, None, None, "body is not valid JSON: unexpected end of data: line 1 column 30 (char 29)"),
         ("s2c", "passthrough", "s-", "2025-03-26", "2025-03-26",
          "body is not valid JSON: unexpected character, expected a string key: line 1 column 2 (char 1)"),
     ]
     assert px.changes()[0]["session"] != px.changes()[1]["session"]
     assert mcpx_lines(px) == [
-        "mcpx: c2s (revision unknown): 1 passed through (passthrough: PASSTHROUGH-error)",
+        "mcpx: c2s (no session): 1 passed through (passthrough: PASSTHROUGH-error)",
         "mcpx: s2c 2025-03-26->2025-03-26: 1 passed through (passthrough: PASSTHROUGH-error)",
     ]
 

@@ -143,12 +143,15 @@ class Resumer:
     def closed_early(self, exch: Exchange, stream: SSERewriter) -> None:
         """The server's SSE answer to a flow mcpx did not relay ended (``stream``, streamed live):
         if it ended after an event id and before the answer to every request, toward a client that
-        cannot resume it, one ``passthrough`` record says so."""
+        cannot resume it, one ``passthrough`` record says so; not when an event of it went through
+        unread (its own ``passthrough`` record: it may have held the answer)."""
         last = stream.last_id
         if exch.relayed or not last or stream.undecodable or not _polling_legs(exch):
             return
         if all(i in exch.answered_ids for i in exch.request_ids):
             return
+        if any(c.action == "passthrough" and c.direction == "s2c" for c in exch.changes):
+            return  # an event mcpx could not read (not JSON, no JSON-RPC message, too large) may hold the answer
         s = exch.session
         assert s is not None
         if self.mode != "auto":
