@@ -22,6 +22,7 @@ from ..changes import Change, ChangeLog, flow_summary, revisions_known, summary_
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
 from ..settings import Settings
+from .framing import UpstreamFraming
 from ..session import SESSION_HEADER, VERSION_HEADER, Session, SessionTracker
 
 logger = logging.getLogger("mcpx")
@@ -95,6 +96,8 @@ class State:
         self.answers = AnswerStreams()
         self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter, self.answers)}
         self.bridges[LegacyClientBridge.name] = LegacyClientBridge(self)
+        #: frames a streamed request body of unknown length for an HTTP/1.1 server (an addon too)
+        self.framing = UpstreamFraming()
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
