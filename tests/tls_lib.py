@@ -5,10 +5,19 @@
         ...
         front.requests()                       # [(method, path, {header: value}, body)] the server got, in order
 
+    with TLSFront(ca, target_port, h2=True) as front:  # ALPN h2 or http/1.1, as the client offers
+        front.h2_requests()                    # [(method, path, {header: value}, body)] that came over HTTP/2
+
 The front is a small gate in front of the real server that changes only what the test is about
 (the server speaks TLS): it terminates TLS with a certificate of the test CA and relays the bytes
 unchanged to the server's plain port. It parses the client-to-server bytes it relays (HTTP/1.1,
 Content-Length or chunked bodies) so tests can assert exactly what reached the server.
+
+With ``h2=True`` it also offers ALPN h2 (an HTTP/2 server, as most TLS servers are): a connection
+that picks h2 is served by the ``h2`` library (the one mitmproxy uses), which rejects a request
+carrying a connection-specific header such as Transfer-Encoding (RFC 9113 8.2.2: the stream is
+reset); each request is recorded as it came (pseudo-headers among its headers) and passed on to the
+server as HTTP/1.1 with its Content-Length, the answer relayed back.
 """
 from __future__ import annotations
 
@@ -63,10 +72,13 @@ class ThrowawayCA:
 class TLSFront:
     """https://127.0.0.1:``port`` in front of http://127.0.0.1:``target_port`` (see the module docstring)."""
 
-    def __init__(self, ca: ThrowawayCA, target_port: int):
+    def __init__(self, ca: ThrowawayCA, target_port: int, h2: bool = False):
         self.target_port = target_port
         self.ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.ctx.load_cert_chain(str(ca.cert_pem), str(ca.key_pem))
+        if h2:
+            self.ctx.set_alpn_protocols(["h2", "http/1.1"])
+        self._h2: list[tuple[str, str, dict[str, str], bytes]] = []
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.handshakes_failed = 0
@@ -90,6 +102,12 @@ class TLSFront:
             with self._lock:
                 self.handshakes_failed += 1
             raw.close()
+            return
+        if tls.selected_alpn_protocol() == "h2":
+            try:
+                self._serve_h2(tls)
+            finally:
+                tls.close()
             return
         up = socket.create_connection(("127.0.0.1", self.target_port))
         buf = bytearray()
@@ -121,6 +139,57 @@ class TLSFront:
         t.join(5)
         tls.close()
         up.close()
+
+    def _serve_h2(self, tls: ssl.SSLSocket) -> None:
+        import http.client
+
+        import h2.config
+        import h2.connection
+        import h2.events
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+        conn.initiate_connection()
+        tls.sendall(conn.data_to_send())
+        heads: dict[int, dict[str, str]] = {}
+        bodies: dict[int, bytearray] = {}
+        while True:
+            try:
+                data = tls.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            try:
+                evs = conn.receive_data(data)
+            except Exception:  # a protocol error: h2 has queued its GOAWAY
+                tls.sendall(conn.data_to_send())
+                return
+            for ev in evs:
+                if isinstance(ev, h2.events.RequestReceived):
+                    heads[ev.stream_id] = {k.lower(): v for k, v in ev.headers}
+                    bodies[ev.stream_id] = bytearray()
+                elif isinstance(ev, h2.events.DataReceived):
+                    bodies[ev.stream_id] += ev.data
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded):
+                    head, body = heads.pop(ev.stream_id), bytes(bodies.pop(ev.stream_id))
+                    with self._lock:
+                        self._h2.append((head[":method"], head[":path"], head, body))
+                    up = http.client.HTTPConnection("127.0.0.1", self.target_port, timeout=30)
+                    up.request(head[":method"], head[":path"], body,
+                               {k: v for k, v in head.items() if not k.startswith(":")})
+                    r = up.getresponse()
+                    answer = r.read()
+                    up.close()
+                    conn.send_headers(ev.stream_id, [(":status", str(r.status))] + [
+                        (k.lower(), v) for k, v in r.getheaders()
+                        if k.lower() not in ("connection", "transfer-encoding", "keep-alive")])
+                    conn.send_data(ev.stream_id, answer, end_stream=True)  # small answers: within the window
+            tls.sendall(conn.data_to_send())
+
+    def h2_requests(self) -> list[tuple[str, str, dict[str, str], bytes]]:
+        """Every request that came over HTTP/2 (``h2=True``), in order: its headers as they came."""
+        with self._lock:
+            return list(self._h2)
 
     def requests(self) -> list[tuple[str, str, dict[str, str], bytes]]:
         """Every HTTP request the server got through the front, in order (per connection, connections in order)."""

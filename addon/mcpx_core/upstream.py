@@ -264,7 +264,7 @@ class Sender:
         from .framing.encoding import DecodeFailed, stream_decoder
         enc = flow.response.headers.get("content-encoding", "").strip().lower()
         try:
-            decoder = stream_decoder(enc) if enc and enc != "identity" else None
+            decoder = stream_decoder(enc, self.max_body) if enc and enc != "identity" else None
         except ValueError:  # an encoding mcpx cannot decode: the body is not streamed, on_chunk never called
             return
         own.streamed = True

@@ -1,5 +1,6 @@
 """mcpx as small mitmproxy addons sharing one :class:`~.state.State` (as ``default_addons()``
-composes mitmproxy): options, client requests, server responses, commands, session expiry.
+composes mitmproxy): options, client requests, server responses, commands, session expiry,
+the framing of streamed request bodies for HTTP/1.1 servers.
 
 :class:`MCPX` holds them as sub-addons (mitmproxy registers an addon's ``addons`` attribute too),
 so ``addon/mcpx.py`` loads one object and ``ctx.master.addons.get("mcpx").state`` reaches the state.
@@ -17,7 +18,7 @@ from .state import State
 
 def default_addons(state: State) -> list:
     """The addons of one mcpx, sharing ``state``."""
-    return [Options(state), ClientRequests(state), ServerResponses(state), Commands(state), Expiry(state)]
+    return [Options(state), ClientRequests(state), ServerResponses(state), Commands(state), Expiry(state), state.framing]
 
 
 class MCPX:

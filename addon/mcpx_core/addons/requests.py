@@ -61,12 +61,10 @@ class ClientRequests:
             case AnswerLocally(status=status, body=payload, headers=headers):
                 await st.answers.ensure()
                 exch.undo = st.answers.answer(flow, status, payload, headers)
-        if not streams and (req.is_http2 or req.is_http3) and req.scheme == "http" and "transfer-encoding" not in req.headers:
-            # mitmproxy streams such a body to an HTTP/1.1 server (plain http: no ALPN, so never HTTP/2)
-            # as it comes, with no length and no framing: the server cannot find its end. Chunked, it can
-            # (a body read whole gets its Content-Length in the request hook instead; over https the
-            # server may speak HTTP/2, which has no such header: left as it is)
-            req.headers["transfer-encoding"] = "chunked"
+        if not streams and (req.is_http2 or req.is_http3):
+            # mitmproxy streams such a body to an HTTP/1.1 server as it comes, with no length and no
+            # framing: the server cannot find its end. Chunked, it can; not an HTTP/2 server (framing.py)
+            st.framing.unknown_length(flow)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         st = self.state

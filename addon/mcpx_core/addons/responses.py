@@ -56,7 +56,7 @@ class ServerResponses:
         enc = hv.get("content-encoding", "").strip()
         if enc and enc.lower() != "identity":
             try:
-                decoder = stream_decoder(enc)
+                decoder = stream_decoder(enc, st.max_body)  # one chunk decodes to at most mcpx_max_body
             except ValueError as e:
                 st.rewriter.passthrough(exch, "s2c", f"{e}: SSE stream forwarded untouched")
                 flow.response.stream = True

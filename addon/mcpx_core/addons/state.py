@@ -23,6 +23,7 @@ from ..changes import Change, ChangeLog, flow_summary, revisions_known, summary_
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
 from ..settings import Settings
+from .framing import UpstreamFraming
 from ..session import SESSION_HEADER, VERSION_HEADER, Session, SessionTracker
 
 logger = logging.getLogger("mcpx")
@@ -100,6 +101,8 @@ class State:
         #: which servers poll from the priming events the SSE rewriting sees
         self.resume = Resumer(self.rewriter, self.sender, self.answers)
         self.rewriter.on_priming = self.resume.learn
+        #: frames a streamed request body of unknown length for an HTTP/1.1 server (an addon too)
+        self.framing = UpstreamFraming()
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}

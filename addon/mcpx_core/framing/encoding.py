@@ -22,6 +22,15 @@ failing chunk is decoded (for zstd: nothing of its failing frame).
 
 gzip members and zstd frames that follow one another (a server compressing each event on its own)
 are each decoded in turn; what follows the end of a deflate or brotli stream does not decode.
+
+Bounded: with a ``limit`` (:func:`stream_decoder`; the addon gives ``mcpx_max_body``), one chunk
+decodes to at most ``limit`` bytes. Each decoder is asked for at most the bytes left plus one
+(zlib and zstd ``max_length``, brotli ``output_buffer_limit``, which may exceed it by one output
+block), so a 64 KiB gzip chunk that would inflate to 66 MiB, or a 172-byte brotli chunk to 100 MiB,
+is never inflated whole: past the limit the chunk fails as a :class:`ChunkTooLarge`
+(:class:`DecodeFailed`), whose ``partial`` is its first ``limit`` decoded bytes. The output of one
+chunk cannot be handed on in pieces instead: mitmproxy writes all a stream callable returns for a
+chunk before it reads the next, so a bound on what one chunk decodes to is the bound on memory.
 """
 
 from __future__ import annotations
@@ -40,6 +49,23 @@ class DecodeFailed(ValueError):
         self.error, self.at, self.partial = error, at, partial
 
 
+class ChunkTooLarge(ValueError):
+    """One chunk of ``size`` compressed bytes decodes to more than ``limit`` bytes (the ``error`` of
+    the :class:`DecodeFailed` a bounded stream decoder raises: decoding stopped there)."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"a chunk of {size} compressed byte{'' if size == 1 else 's'} decodes to more than {_bytes(limit)} "
+                         f"(mcpx_max_body); decoding stopped there")
+        self.size, self.limit = size, limit
+
+
+def _too_large(chunk_size: int, limit: int, out: list[bytes]) -> DecodeFailed:
+    """The failure of a chunk whose output ``out`` passed ``limit``: its first ``limit`` bytes as
+    ``partial`` (no more: an event they cut short stays within the SSE parser's bound, and is held
+    back), ``at`` 0 (the record names the chunk's first byte; what decoded of it is delivered)."""
+    return DecodeFailed(ChunkTooLarge(chunk_size, limit), 0, b"".join(out)[:limit])
+
+
 class _Zlib:
     """gzip (``wbits`` 31) or deflate (zlib-wrapped, or raw when ``wbits`` is None: decided on the
     first byte, since some servers send raw deflate under that name).
@@ -47,13 +73,15 @@ class _Zlib:
     A gzip body is a series of members (RFC 1952 2.2; e.g. a server that compresses each event on its
     own), zero bytes may pad its end (as Python's gzip module reads them): each member is decoded in
     turn (a zlib decompressor stops at the end of the first). Bytes after the end of a deflate
-    stream, or after a gzip member that do not start another, do not decode (:class:`DecodeFailed`)."""
+    stream, or after a gzip member that do not start another, do not decode (:class:`DecodeFailed`).
+    ``limit``: the most bytes one chunk may decode to (None: no bound; see the module docstring)."""
 
-    __slots__ = ("wbits", "d")
+    __slots__ = ("wbits", "d", "limit")
 
-    def __init__(self, wbits: int | None):
+    def __init__(self, wbits: int | None, limit: int | None = None):
         self.wbits = wbits
         self.d = zlib.decompressobj(wbits) if wbits is not None else None
+        self.limit = limit
 
     def __call__(self, chunk: bytes) -> bytes:
         if self.d is None:
@@ -62,6 +90,7 @@ class _Zlib:
             self.d = zlib.decompressobj(zlib.MAX_WBITS if chunk[:1] == b"\x78" else -zlib.MAX_WBITS)
         out: list[bytes] = []
         view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the members before
+        left = self.limit  # decoded bytes this chunk may still give
         while done < len(chunk):
             if self.d.eof:
                 if self.wbits != _GZIP:
@@ -73,7 +102,9 @@ class _Zlib:
                 self.d = zlib.decompressobj(self.wbits)  # the next gzip member
             before = self.d.copy()
             try:
-                out.append(self.d.decompress(view[done:]))
+                # at most one byte more than is left: getting it shows the chunk passes the limit (below
+                # that, zlib took all the input: it stops early only when the output reaches max_length)
+                out.append(self.d.decompress(view[done:], 0 if left is None else left + 1))
             except zlib.error as e:
                 at = done
                 while at < len(chunk):  # the fault found to the byte, on the state before this member's bytes
@@ -83,6 +114,10 @@ class _Zlib:
                         break
                     at += 1
                 raise DecodeFailed(e, at, b"".join(out)) from None
+            if left is not None:
+                left -= len(out[-1])
+                if left < 0:
+                    raise _too_large(len(chunk), self.limit, out)  # type: ignore[arg-type]
             if not self.d.eof:
                 break
             done = len(chunk) - len(self.d.unused_data)
@@ -130,9 +165,37 @@ class _Chain:
         return chunk
 
 
-def _br() -> Callable[[bytes], bytes]:
+def _br(limit: int | None = None) -> Callable[[bytes], bytes]:
     import brotli  # installed with mitmproxy
-    return _Opaque(brotli.Decompressor().process)
+    d = brotli.Decompressor()
+    if limit is None:
+        return _Opaque(d.process)
+
+    def bounded(chunk: bytes) -> bytes:
+        """The chunk's output in blocks of at most the bytes left plus one (and one output block): the
+        decoder keeps the input it did not get to, and gives more on ``process(b"")`` until it can take
+        input again and has nothing more (brotli 1.1+)."""
+        out = [d.process(chunk, output_buffer_limit=limit + 1)]
+        got = len(out[0])
+        while got <= limit:
+            ready = d.can_accept_more_data()
+            piece = d.process(b"", output_buffer_limit=limit + 1 - got)
+            if not piece:
+                if ready:
+                    return b"".join(out)
+                raise brotli.error("brotli: decoder made no progress")  # (not seen: output is pending)
+            out.append(piece)
+            got += len(piece)
+        raise _too_large(len(chunk), limit, out)
+
+    def call(chunk: bytes) -> bytes:
+        try:
+            return bounded(chunk)
+        except DecodeFailed:
+            raise
+        except Exception as e:  # brotli.error
+            raise DecodeFailed(e) from None
+    return call
 
 
 class _Zstd:
@@ -140,48 +203,59 @@ class _Zstd:
     first: it keeps the rest of that chunk aside, and refuses the next chunk). A failing chunk decodes
     to what its frames before the failing one gave."""
 
-    __slots__ = ("new", "d")
+    __slots__ = ("new", "d", "limit")
 
-    def __init__(self):
+    def __init__(self, limit: int | None = None):
         try:  # the same zstd module mitmproxy itself uses (mitmproxy/net/encoding.py)
             from compression import zstd  # Python >= 3.14
         except ImportError:
             from backports import zstd
         self.new = zstd.ZstdDecompressor
         self.d = self.new()
+        self.limit = limit
 
     def __call__(self, chunk: bytes) -> bytes:
         out: list[bytes] = []
         view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the frames before
+        left = self.limit  # decoded bytes this chunk may still give
         while done < len(chunk):
             if self.d.eof:
                 self.d = self.new()  # the next frame
             try:
-                out.append(self.d.decompress(view[done:]))
+                # at most one byte more than is left (below that, the decoder took all the input)
+                out.append(self.d.decompress(view[done:], -1 if left is None else left + 1))
             except Exception as e:  # zstd.ZstdError
                 raise DecodeFailed(e, done, b"".join(out)) from None
+            if left is not None:
+                left -= len(out[-1])
+                if left < 0:
+                    raise _too_large(len(chunk), self.limit, out)  # type: ignore[arg-type]
             if not self.d.eof:
                 break
             done = len(chunk) - len(self.d.unused_data)
         return b"".join(out)
 
 
-_FACTORIES = {
-    "gzip": lambda: _Zlib(_GZIP),
-    "x-gzip": lambda: _Zlib(_GZIP),
-    "deflate": lambda: _Zlib(None),
+_FACTORIES: dict[str, Callable[[int | None], Callable[[bytes], bytes]]] = {
+    "gzip": lambda limit: _Zlib(_GZIP, limit),
+    "x-gzip": lambda limit: _Zlib(_GZIP, limit),
+    "deflate": lambda limit: _Zlib(None, limit),
     "br": _br,
     "zstd": _Zstd,
-    "identity": lambda: (lambda b: b),
+    "identity": lambda limit: (lambda b: b),
 }
 
 
-def stream_decoder(content_encoding: str) -> Callable[[bytes], bytes]:
+def stream_decoder(content_encoding: str, limit: int | None = None) -> Callable[[bytes], bytes]:
     """A function that decodes successive chunks of a body with this Content-Encoding value
-    (raises :class:`DecodeFailed` for a chunk that does not decode)."""
+    (raises :class:`DecodeFailed` for a chunk that does not decode). ``limit`` (bytes; None: no
+    bound): a chunk that decodes to more fails with a :class:`ChunkTooLarge` error once decoding
+    passes it (each encoding of a chain is bounded so), having held at most about ``limit`` decoded
+    bytes (brotli: plus one output block); for any chunk within it the output is what the decoder
+    gives without a limit. Raises ValueError for an encoding it cannot decode."""
     names = [p.strip().lower() for p in content_encoding.split(",") if p.strip()]
     try:
-        return _Chain([_FACTORIES[n]() for n in reversed(names)])
+        return _Chain([_FACTORIES[n](limit) for n in reversed(names)])
     except KeyError as e:
         raise ValueError(f"unsupported content-encoding {e.args[0]!r}") from None
 
