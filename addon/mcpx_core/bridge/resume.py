@@ -21,7 +21,8 @@ stream ends, and the answer is lost. So, for such a client, mcpx relays the call
    none came), sends ``GET`` with ``Last-Event-ID``, the server's own ``Mcp-Session-Id`` (never
    mcpx's sealed token), ``MCP-Protocol-Version: 2025-11-25`` and the client's other end-to-end
    headers, and streams the GET's events into the same answer; again after each close that follows
-   a newer id. One ``rewrite`` record per resume. The bytes of an event the close cut short are not
+   a newer id (never once an event larger than ``mcpx_max_body`` came: it may have held the answer,
+   which a resume would deliver twice). One ``rewrite`` record per resume. The bytes of an event the close cut short are not
    delivered (the server sends that event again after the last id); no event is delivered twice.
 4. A GET that fails (not a ``200`` SSE answer, a connection error), or a resumed stream that ends
    with no newer event id, ends the client's stream: one ``passthrough`` record and one warning line.
@@ -185,6 +186,9 @@ class Relay:
         self.raw = False
         self.undecodable: str | None = None
         self.strip_bom = False
+        #: an event larger than ``max_event`` came (its parts raw, unread): it may hold the answer,
+        #: so the relay no longer knows what is pending, and never resumes (the server could send it again)
+        self.unread = False
         #: the head of the current resuming GET: (status, content type, streamed)
         self.get_head: tuple[int, str, bool] | None = None
         self.meta: dict[str, Any] = {"server": url, "resumed_after": []}
@@ -232,7 +236,10 @@ class Relay:
                 if raw.startswith(BOM):
                     raw = raw[len(BOM):]
             out.append(raw)
-            if ev.oversize or ev.crlf_rest:
+            if ev.oversize:
+                self.unread = True
+                continue
+            if ev.crlf_rest:
                 continue
             if ev.last_id is not None:
                 self.last = ev.last_id
@@ -330,6 +337,12 @@ class Relay:
             if inside:
                 fail(rw, self.exch, f"the server closed the SSE stream after event {last} before the answer, inside an event larger "
                                     f"than mcpx_max_body: not resumed; the client's stream ends without the answer")
+                return
+            if self.unread:
+                self.stream.put(tail)
+                fail(rw, self.exch, "the server closed the SSE stream after an event larger than mcpx_max_body, which mcpx "
+                                    "cannot read and which may hold the answer: not resumed (the server could send that event "
+                                    "again); the client's stream ends as the server ended it")
                 return
             retry = min(self.retry or 0, RETRY_CAP_MS)
             cut = f"; the {len(tail)} bytes of an unfinished event after it not delivered (the server sends it again)" if tail else ""

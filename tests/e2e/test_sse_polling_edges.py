@@ -1,0 +1,134 @@
+"""SSE polling relay (addon/mcpx_core/bridge/resume.py) at its edges: answers larger than
+``mcpx_max_body``, a client that goes away while mcpx waits to resume.
+
+Through the real mitmdump, against a scripted 2025-11-25 server: the faults need a server that
+polls and sends large or chunked answers on cue, which a real server does not do on demand.
+Raw client pinned at 2025-03-26 (http.client). Exact bytes, exact requests the server got, exact records.
+"""
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
+
+OLD = "2025-03-26"
+NEW = "2025-11-25"
+RULE = "TR-sse-priming-polling"
+LIMIT = 64 << 10  # mcpx_max_body (its minimum)
+PRIMING = b"id: e1\nretry: 50\ndata: \n\n"
+NOT_DELIVERED = b": mcpx: message not delivered to this client revision\n\n"
+BIG = "x" * (LIMIT + 1000)
+
+
+def big_result(rid) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": BIG}]}})
+
+
+class Edgy(ScriptedMcpHandler):
+    """A 2025-11-25 server that polls. ``tools/call``:
+
+    - ``big-event``: ``e1`` priming, ``e2`` the result (larger than mcpx_max_body), end. A GET after
+      ``e1`` replays ``e2`` (an event store, as the SDKs' servers keep).
+    - ``big-json``: the result (larger than mcpx_max_body) as JSON, chunked (no Content-Length).
+
+    Every request is kept in ``seen`` as (method, headers, body)."""
+
+    REVISION = NEW
+    SESSION = "poll-1"
+    seen: list = []
+    calls: list = []
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        body = json.loads(raw)
+        self.seen.append(("POST", {k.lower(): v for k, v in self.headers.items()}, body))
+        if body.get("method") == "initialize":
+            out = orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                "protocolVersion": NEW, "capabilities": {"tools": {}}, "serverInfo": {"name": "edgy", "version": "1"}}})
+            self.send_json(out, {"mcp-session-id": self.SESSION})
+            return
+        if "id" not in body:
+            self.send_accepted()
+            return
+        name = body["params"]["name"]
+        self.calls.append((name, body["id"]))
+        if name == "big-json":
+            out = big_result(body["id"])
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(out), 8192):
+                self.chunk(out[i:i + 8192])
+            self.chunk(b"")
+            return
+        self.start_sse()
+        self.chunk(PRIMING)
+        if name == "big-event":
+            self.chunk(b"id: e2\nevent: message\ndata: " + big_result(body["id"]) + b"\n\n")
+        self.chunk(b"")
+        self.close_connection = True
+
+    def do_GET(self):
+        self.seen.append(("GET", {k.lower(): v for k, v in self.headers.items()}, None))
+        last = self.headers.get("last-event-id")
+        name, rid = self.calls[-1] if self.calls else (None, None)
+        if last != "e1" or name != "big-event":
+            self.send_response(405)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        self.start_sse()
+        self.chunk(b"id: e2\nevent: message\ndata: " + big_result(rid) + b"\n\n")
+        self.chunk(b"")
+        self.close_connection = True
+
+
+@pytest.fixture
+def server():
+    yield from serve(Edgy, "seen", "calls")
+
+
+def call(rid, name) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+
+def start(px) -> Client:
+    c = Client(px.port)
+    assert c.initialize(OLD)["protocolVersion"] == OLD
+    return c
+
+
+def requests_of(seen) -> list:
+    return [(m, (b or {}).get("method"), h.get("last-event-id")) for m, h, b in seen]
+
+
+def s2c(px, session, rid) -> list:
+    recs = [r for r in px.session_changes(session) if r["direction"] == "s2c"]
+    flows = {r["flow"] for r in recs if r["jsonrpc_id"] == rid}
+    return sorted((r["action"], r["rule"], r["detail"]) for r in recs if r["flow"] in flows)
+
+
+PRIMING_DROP = ("drop-message", RULE, "empty-data (priming) event: only 2025-11-25 clients get it")
+OVERSIZE = ("passthrough", "PASSTHROUGH-error", "SSE event larger than mcpx_max_body: forwarded untouched as it streams")
+
+
+def test_an_answer_event_larger_than_max_body_is_delivered_once(server, tmp_path):
+    """The answer is one event larger than mcpx_max_body: the relay cannot read it, so it must not
+    take the end of the stream for an early close and resume after ``e1`` (the server sends the
+    answer again: the client got it twice). Before the fix: a GET after e1, the answer twice."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_sse_resume": "always", "mcpx_max_body": LIMIT}) as px:
+        c = start(px)
+        st, h, body = c.post(call(4, "big-event"))
+        c.close()
+        out = px.output()
+    assert (st, h["content-type"]) == (200, "text/event-stream")
+    assert body == NOT_DELIVERED + b"id: e2\nevent: message\ndata: " + big_result(4) + b"\n\n"
+    assert requests_of(Edgy.seen)[2:] == [("POST", "tools/call", None)]
+    why = ("the server closed the SSE stream after an event larger than mcpx_max_body, which mcpx cannot read and which "
+           "may hold the answer: not resumed (the server could send that event again); the client's stream ends as the server ended it")
+    assert s2c(px, c.session, 4) == sorted([PRIMING_DROP, OVERSIZE, ("passthrough", RULE, why)])
+    assert out.count(f"mcpx: SSE polling: {why}") == 1
