@@ -23,6 +23,10 @@ NOT_DELIVERED = b": mcpx: message not delivered to this client revision\n\n"
 BIG = "x" * (LIMIT + 1000)
 
 
+def small_result(rid) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "small"}]}})
+
+
 def big_result(rid) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": BIG}]}})
 
@@ -32,7 +36,8 @@ class Edgy(ScriptedMcpHandler):
 
     - ``big-event``: ``e1`` priming, ``e2`` the result (larger than mcpx_max_body), end. A GET after
       ``e1`` replays ``e2`` (an event store, as the SDKs' servers keep).
-    - ``big-json``: the result (larger than mcpx_max_body) as JSON, chunked (no Content-Length).
+    - ``big-json``: the result (larger than mcpx_max_body) as JSON, chunked (no Content-Length);
+      ``small-json``: a small one, chunked too.
 
     Every request is kept in ``seen`` as (method, headers, body)."""
 
@@ -55,8 +60,8 @@ class Edgy(ScriptedMcpHandler):
             return
         name = body["params"]["name"]
         self.calls.append((name, body["id"]))
-        if name == "big-json":
-            out = big_result(body["id"])
+        if name in ("big-json", "small-json"):
+            out = big_result(body["id"]) if name == "big-json" else small_result(body["id"])
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("transfer-encoding", "chunked")
@@ -106,10 +111,11 @@ def requests_of(seen) -> list:
     return [(m, (b or {}).get("method"), h.get("last-event-id")) for m, h, b in seen]
 
 
-def s2c(px, session, rid) -> list:
-    recs = [r for r in px.session_changes(session) if r["direction"] == "s2c"]
-    flows = {r["flow"] for r in recs if r["jsonrpc_id"] == rid}
-    return sorted((r["action"], r["rule"], r["detail"]) for r in recs if r["flow"] in flows)
+def s2c(px, session) -> list:
+    """The session's server->client records (one call per session here), sorted: written by two
+    tasks (the relay, the rewriting of the client's stream), their order is not asserted."""
+    return sorted(((r["jsonrpc_id"], r["action"], r["rule"], r["detail"]) for r in px.session_changes(session)
+                   if r["direction"] == "s2c" and r["method"] != "initialize"), key=repr)
 
 
 PRIMING_DROP = ("drop-message", RULE, "empty-data (priming) event: only 2025-11-25 clients get it")
@@ -130,5 +136,28 @@ def test_an_answer_event_larger_than_max_body_is_delivered_once(server, tmp_path
     assert requests_of(Edgy.seen)[2:] == [("POST", "tools/call", None)]
     why = ("the server closed the SSE stream after an event larger than mcpx_max_body, which mcpx cannot read and which "
            "may hold the answer: not resumed (the server could send that event again); the client's stream ends as the server ended it")
-    assert s2c(px, c.session, 4) == sorted([PRIMING_DROP, OVERSIZE, ("passthrough", RULE, why)])
+    assert s2c(px, c.session) == sorted([(None, *PRIMING_DROP), (None, *OVERSIZE), (4, "passthrough", RULE, why)], key=repr)
     assert out.count(f"mcpx: SSE polling: {why}") == 1
+
+
+@pytest.mark.parametrize("name", ["big-json", "small-json"])
+def test_a_chunked_json_answer_through_the_relay_is_as_without_it(server, tmp_path, name):
+    """A JSON answer without Content-Length (chunked): larger than mcpx_max_body, mitmproxy decides
+    to stream it on mcpx's own flow once it has buffered that much, and before the fix the client got
+    ``200`` with an empty body (the answer lost); small, it is rewritten as any other."""
+    got = {}
+    for mode in ("off", "always"):
+        Edgy.seen.clear()
+        with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_sse_resume": mode, "mcpx_max_body": LIMIT}, tag=mode) as px:
+            c = start(px)
+            st, h, body = c.post(call(5, name))
+            c.close()
+        got[mode] = (st, {k: v for k, v in h.items() if k not in ("date", "mcp-session-id", "server")}, body, s2c(px, c.session))
+        assert requests_of(Edgy.seen)[2:] == [("POST", "tools/call", None)]
+    assert got["always"] == got["off"]
+    assert got["off"][:2] == (200, {"content-type": "application/json", "transfer-encoding": "chunked"})
+    if name == "big-json":
+        assert got["off"][2:] == (big_result(5), [(None, "passthrough", "PASSTHROUGH-error", "body larger than stream_large_bodies "
+                                                   "(mcpx_max_body unless set): streamed through untouched")])
+    else:
+        assert got["off"][2:] == (small_result(5), [])

@@ -206,7 +206,10 @@ class Relay:
             drop = _FRAMING | {b"content-encoding"}
             self._set_head(response.status_code, response.reason,
                            [(k, v) for k, v in response.headers.fields if k.lower() not in drop], None)
-        elif response.stream:  # a body mitmproxy streams (larger than stream_large_bodies): its bytes as they come
+        elif response.stream or _length_unknown(self.flow.request, response):
+            # a body mitmproxy streams (larger than stream_large_bodies), or may decide to stream once it
+            # has buffered that much (no Content-Length: chunked, or read to the connection's end; its
+            # bytes would then go to mcpx's own flow's replay client, not here): its bytes as they come
             self.raw = True
             self._set_head(response.status_code, response.reason,
                            [(k, v) for k, v in response.headers.fields if k.lower() not in _FRAMING], None)
@@ -390,6 +393,17 @@ class Relay:
             status, ctype, _ = self.get_head or (0, "", False)
             return f"the GET with Last-Event-ID {last} was answered HTTP {status} ({ctype or 'no content-type'}), not an SSE stream"
         return None
+
+
+def _length_unknown(request: http.Request, response: http.Response) -> bool:
+    """Whether ``response``'s body length is not known from its head (chunked, or to the connection's
+    end; an invalid length too): mitmproxy streams such a body once it grew past ``stream_large_bodies``."""
+    from mitmproxy.net.http.http1.read import expected_http_body_size
+    try:
+        size = expected_http_body_size(request, response)
+    except ValueError:
+        return True
+    return size is None or size < 0
 
 
 def _polling_legs(exch: Exchange) -> bool:
