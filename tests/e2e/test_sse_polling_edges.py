@@ -7,12 +7,17 @@ Raw client pinned at 2025-03-26 (http.client). Exact bytes, exact requests the s
 """
 from __future__ import annotations
 
+import http.client
 import json
+import threading
+import time
 
 import orjson
 import pytest
 
-from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
+from proxy_lib import ACCEPT, ROOT, Client, Proxy, ScriptedMcpHandler, free_port, serve
+
+PROBE = ROOT / "tests" / "reliability" / "probe_addon.py"
 
 OLD = "2025-03-26"
 NEW = "2025-11-25"
@@ -21,6 +26,8 @@ LIMIT = 64 << 10  # mcpx_max_body (its minimum)
 PRIMING = b"id: e1\nretry: 50\ndata: \n\n"
 NOT_DELIVERED = b": mcpx: message not delivered to this client revision\n\n"
 BIG = "x" * (LIMIT + 1000)
+PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1}}
+PROGRESS_EVENT = b"id: e2\nevent: message\ndata: " + orjson.dumps(PROGRESS) + b"\n\n"
 
 
 def small_result(rid) -> bytes:
@@ -39,8 +46,13 @@ class Edgy(ScriptedMcpHandler):
     - ``big-json``: the result (larger than mcpx_max_body) as JSON, chunked (no Content-Length);
       ``small-json``: a small one, chunked too.
 
+    - ``wait-long``: ``e1`` priming with ``retry: 60000``, ``e2`` progress, close (mcpx waits 60 s).
+    - ``hold-get``: ``e1`` priming (``retry: 0``), ``e2`` progress, close; the GET after ``e2`` opens
+      its stream with a comment and holds it until mcpx closes it (``GET_CLOSED`` set then).
+
     Every request is kept in ``seen`` as (method, headers, body)."""
 
+    GET_CLOSED = threading.Event()
     REVISION = NEW
     SESSION = "poll-1"
     seen: list = []
@@ -71,6 +83,12 @@ class Edgy(ScriptedMcpHandler):
             self.chunk(b"")
             return
         self.start_sse()
+        if name in ("wait-long", "hold-get"):
+            self.chunk(b"id: e1\nretry: %s\ndata: \n\n" % (b"60000" if name == "wait-long" else b"0"))
+            self.chunk(PROGRESS_EVENT)
+            self.chunk(b"")
+            self.close_connection = True
+            return
         self.chunk(PRIMING)
         if name == "big-event":
             self.chunk(b"id: e2\nevent: message\ndata: " + big_result(body["id"]) + b"\n\n")
@@ -81,6 +99,13 @@ class Edgy(ScriptedMcpHandler):
         self.seen.append(("GET", {k.lower(): v for k, v in self.headers.items()}, None))
         last = self.headers.get("last-event-id")
         name, rid = self.calls[-1] if self.calls else (None, None)
+        if name == "hold-get" and last == "e2":
+            self.start_sse()
+            self.chunk(b": held\n\n")
+            self.close_connection = True
+            self.rfile.read(1)  # b"" once mcpx closes the connection (the upstream request aborted)
+            type(self).GET_CLOSED.set()
+            return
         if last != "e1" or name != "big-event":
             self.send_response(405)
             self.send_header("content-length", "0")
@@ -161,3 +186,63 @@ def test_a_chunked_json_answer_through_the_relay_is_as_without_it(server, tmp_pa
                                                    "(mcpx_max_body unless set): streamed through untouched")])
     else:
         assert got["off"][2:] == (small_result(5), [])
+
+
+def probe(port: int) -> dict:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/")
+    data = c.getresponse().read()
+    c.close()
+    return orjson.loads(data)
+
+
+def settled(port: int, timeout: float = 20) -> dict:
+    """The probe's state once no relay, answer stream, own request or exchange is left (or the last
+    state seen after ``timeout`` s: the assertion then shows what leaked)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = probe(port)
+        if not any(state[k] for k in ("relays", "answer_streams", "own", "exchanges", "streams")) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.05)
+
+
+def call_and_leave(px, c: Client, rid, name: str, until: bytes) -> bytes:
+    """POST a call on a connection of its own, read its answer until ``until`` came, close the connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+    conn.request("POST", "/mcp", orjson.dumps(call(rid, name)), {"content-type": "application/json", "accept": ACCEPT,
+                                                                  "mcp-session-id": c.session})
+    r = conn.getresponse()
+    got = b""
+    while until not in got:
+        part = r.read1(65536)
+        assert part, got
+        got += part
+    conn.close()
+    return got
+
+
+@pytest.mark.parametrize("name", ["wait-long", "hold-get"])
+def test_a_client_that_leaves_during_a_resume_ends_it_and_leaves_nothing(server, tmp_path, name):
+    """The client goes away while mcpx waits the ``retry`` (60 s) before resuming, or while the
+    resumed GET streams: the relay stops, the GET is never sent (wait-long) or its connection is
+    closed (hold-get); no relay, stream or own request is left."""
+    port = free_port()
+    Edgy.GET_CLOSED.clear()
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, scripts=(str(PROBE),),
+               options={"probe_port": port, "mcpx_sse_resume": "always"}) as px:
+        c = start(px)
+        until = b": held" if name == "hold-get" else b"notifications/progress"
+        got = call_and_leave(px, c, 6, name, until)
+        assert got.startswith(NOT_DELIVERED + PROGRESS_EVENT)
+        if name == "hold-get":
+            assert Edgy.GET_CLOSED.wait(20)
+        state = settled(port)
+        assert {k: state[k] for k in ("relays", "answer_streams", "own", "exchanges", "streams")} == {
+            "relays": 0, "answer_streams": 0, "own": 0, "exchanges": 0, "streams": 0}
+        # the session still works: a call on the client's own connection
+        st, _, body = c.post(call(7, "small-json"))
+        assert (st, body) == (200, small_result(7))
+        c.close()
+    expected = [("POST", "tools/call", None)] + ([("GET", None, "e2")] if name == "hold-get" else []) + [("POST", "tools/call", None)]
+    assert requests_of(Edgy.seen)[2:] == expected
