@@ -46,6 +46,7 @@ class Edgy(ScriptedMcpHandler):
     - ``big-json``: the result (larger than mcpx_max_body) as JSON, chunked (no Content-Length);
       ``small-json``: a small one, chunked too.
 
+    - ``cut-json``: a JSON answer of Content-Length 78 cut after 20 bytes (the connection closed).
     - ``wait-long``: ``e1`` priming with ``retry: 60000``, ``e2`` progress, close (mcpx waits 60 s).
     - ``hold-get``: ``e1`` priming (``retry: 0``), ``e2`` progress, close; the GET after ``e2`` opens
       its stream with a comment and holds it until mcpx closes it (``GET_CLOSED`` set then).
@@ -72,6 +73,16 @@ class Edgy(ScriptedMcpHandler):
             return
         name = body["params"]["name"]
         self.calls.append((name, body["id"]))
+        if name == "cut-json":
+            out = small_result(body["id"])
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out[:20])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if name in ("big-json", "small-json"):
             out = big_result(body["id"]) if name == "big-json" else small_result(body["id"])
             self.send_response(200)
@@ -246,3 +257,22 @@ def test_a_client_that_leaves_during_a_resume_ends_it_and_leaves_nothing(server,
         c.close()
     expected = [("POST", "tools/call", None)] + ([("GET", None, "e2")] if name == "hold-get" else []) + [("POST", "tools/call", None)]
     assert requests_of(Edgy.seen)[2:] == expected
+
+
+
+def test_a_json_answer_cut_short_is_an_error_not_an_empty_answer(server, tmp_path):
+    """The server closes the connection 20 bytes into a JSON answer of Content-Length 78. Without the
+    relay mitmproxy answers 502; before the fix the relay answered ``200`` with an empty body and a
+    record saying the body was empty. Now: 502 with a JSON-RPC error under the call's id, a record, a line."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_sse_resume": "always"}) as px:
+        c = start(px)
+        st, h, body = c.post(call(8, "cut-json"))
+        c.close()
+        out = px.output()
+    why = ("HTTP/1 protocol error: peer closed connection without sending complete message body (received 20 bytes, "
+           "expected 78)")
+    assert (st, h["content-type"]) == (502, "application/json")
+    assert body == orjson.dumps({"jsonrpc": "2.0", "id": 8, "error": {"code": -32603, "message": f"mcpx: the server's answer broke off: {why}"}})
+    assert s2c(px, c.session) == [(8, "passthrough", RULE, f"relayed request: the server's answer broke off: {why}")]
+    assert out.count(f"mcpx: relayed request: the server's answer broke off: {why}") == 1
+    assert requests_of(Edgy.seen)[2:] == [("POST", "tools/call", None)]

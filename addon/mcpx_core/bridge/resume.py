@@ -34,7 +34,8 @@ of them: ``auto`` only those to a server (origin and path) seen sending a primin
 of this process (:meth:`Resumer.learn`), ``always`` all, ``off`` none. A call that is not relayed
 and whose stream the server closes early gets a ``passthrough`` record saying so
 (:meth:`Resumer.closed_early`). A JSON answer through the relay reaches the client byte for byte
-as the server sent it (then rewritten as any other).
+as the server sent it (then rewritten as any other); one cut short (the connection closed before its
+``Content-Length``) gets ``502`` with a JSON-RPC error -32603, one ``passthrough`` record and one line.
 
 The relayed flow shows this endpoint as its server in mitmweb, with a comment saying it was relayed;
 ``flow.metadata["mcpx"]["relay"]`` holds ``{"server": <the server's URL>, "resumed_after": [<event
@@ -312,6 +313,13 @@ class Relay:
             return
         if not self.streaming:
             assert reply is not None
+            if reply.flow.error is not None:  # the body broke off (a close before its Content-Length): never a
+                # truncated body given as whole; the client gets a JSON-RPC error, as when the server is not reached
+                why = reply.flow.error.msg
+                logger.warning(f"mcpx: relayed request: the server's answer broke off: {why}")
+                record(self.owner.rewriter, self.exch, "passthrough", f"relayed request: the server's answer broke off: {why}")
+                self._error(f"mcpx: the server's answer broke off: {why}")
+                return
             r = reply.flow.response
             self._set_head(r.status_code, r.reason, [(k, v) for k, v in r.headers.fields if k.lower() not in _FRAMING],
                            r.raw_content or b"")
