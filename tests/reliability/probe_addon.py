@@ -71,6 +71,8 @@ class Probe:
             "flows": len(st.flows),
             "own": len(st.sender.own),
             "tasks": len(st.tasks),
+            "relays": len(st.resume.tasks),
+            "answer_streams": len(st.answers.streams),
             **_status_kib(),
         }
 

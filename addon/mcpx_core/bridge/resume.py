@@ -21,7 +21,8 @@ stream ends, and the answer is lost. So, for such a client, mcpx relays the call
    none came), sends ``GET`` with ``Last-Event-ID``, the server's own ``Mcp-Session-Id`` (never
    mcpx's sealed token), ``MCP-Protocol-Version: 2025-11-25`` and the client's other end-to-end
    headers, and streams the GET's events into the same answer; again after each close that follows
-   a newer id. One ``rewrite`` record per resume. The bytes of an event the close cut short are not
+   a newer id (never once an event larger than ``mcpx_max_body`` came: it may have held the answer,
+   which a resume would deliver twice). One ``rewrite`` record per resume. The bytes of an event the close cut short are not
    delivered (the server sends that event again after the last id); no event is delivered twice.
 4. A GET that fails (not a ``200`` SSE answer, a connection error), or a resumed stream that ends
    with no newer event id, ends the client's stream: one ``passthrough`` record and one warning line.
@@ -33,7 +34,8 @@ of them: ``auto`` only those to a server (origin and path) seen sending a primin
 of this process (:meth:`Resumer.learn`), ``always`` all, ``off`` none. A call that is not relayed
 and whose stream the server closes early gets a ``passthrough`` record saying so
 (:meth:`Resumer.closed_early`). A JSON answer through the relay reaches the client byte for byte
-as the server sent it (then rewritten as any other).
+as the server sent it (then rewritten as any other); one cut short (the connection closed before its
+``Content-Length``) gets ``502`` with a JSON-RPC error -32603, one ``passthrough`` record and one line.
 
 The relayed flow shows this endpoint as its server in mitmweb, with a comment saying it was relayed;
 ``flow.metadata["mcpx"]["relay"]`` holds ``{"server": <the server's URL>, "resumed_after": [<event
@@ -188,6 +190,9 @@ class Relay:
         self.raw = False
         self.undecodable: str | None = None
         self.strip_bom = False
+        #: an event larger than ``max_event`` came (its parts raw, unread): it may hold the answer,
+        #: so the relay no longer knows what is pending, and never resumes (the server could send it again)
+        self.unread = False
         #: the head of the current resuming GET: (status, content type, streamed)
         self.get_head: tuple[int, str, bool] | None = None
         self.meta: dict[str, Any] = {"server": url, "resumed_after": []}
@@ -205,7 +210,10 @@ class Relay:
             drop = _FRAMING | {b"content-encoding"}
             self._set_head(response.status_code, response.reason,
                            [(k, v) for k, v in response.headers.fields if k.lower() not in drop], None)
-        elif response.stream:  # a body mitmproxy streams (larger than stream_large_bodies): its bytes as they come
+        elif response.stream or _length_unknown(self.flow.request, response):
+            # a body mitmproxy streams (larger than stream_large_bodies), or may decide to stream once it
+            # has buffered that much (no Content-Length: chunked, or read to the connection's end; its
+            # bytes would then go to mcpx's own flow's replay client, not here): its bytes as they come
             self.raw = True
             self._set_head(response.status_code, response.reason,
                            [(k, v) for k, v in response.headers.fields if k.lower() not in _FRAMING], None)
@@ -235,7 +243,10 @@ class Relay:
                 if raw.startswith(BOM):
                     raw = raw[len(BOM):]
             out.append(raw)
-            if ev.oversize or ev.crlf_rest:
+            if ev.oversize:
+                self.unread = True
+                continue
+            if ev.crlf_rest:
                 continue
             if ev.last_id is not None:
                 self.last = ev.last_id
@@ -305,6 +316,13 @@ class Relay:
             return
         if not self.streaming:
             assert reply is not None
+            if reply.flow.error is not None:  # the body broke off (a close before its Content-Length): never a
+                # truncated body given as whole; the client gets a JSON-RPC error, as when the server is not reached
+                why = reply.flow.error.msg
+                logger.warning(f"mcpx: relayed request: the server's answer broke off: {why}")
+                record(self.owner.rewriter, self.exch, "passthrough", f"relayed request: the server's answer broke off: {why}")
+                self._error(f"mcpx: the server's answer broke off: {why}")
+                return
             r = reply.flow.response
             self._set_head(r.status_code, r.reason, [(k, v) for k, v in r.headers.fields if k.lower() not in _FRAMING],
                            r.raw_content or b"")
@@ -333,6 +351,12 @@ class Relay:
             if inside:
                 fail(rw, self.exch, f"the server closed the SSE stream after event {last} before the answer, inside an event larger "
                                     f"than mcpx_max_body: not resumed; the client's stream ends without the answer")
+                return
+            if self.unread:
+                self.stream.put(tail)
+                fail(rw, self.exch, "the server closed the SSE stream after an event larger than mcpx_max_body, which mcpx "
+                                    "cannot read and which may hold the answer: not resumed (the server could send that event "
+                                    "again); the client's stream ends as the server ended it")
                 return
             retry = min(self.retry or 0, RETRY_CAP_MS)
             cut = f"; the {len(tail)} bytes of an unfinished event after it not delivered (the server sends it again)" if tail else ""
@@ -380,6 +404,17 @@ class Relay:
             status, ctype, _ = self.get_head or (0, "", False)
             return f"the GET with Last-Event-ID {last} was answered HTTP {status} ({ctype or 'no content-type'}), not an SSE stream"
         return None
+
+
+def _length_unknown(request: http.Request, response: http.Response) -> bool:
+    """Whether ``response``'s body length is not known from its head (chunked, or to the connection's
+    end; an invalid length too): mitmproxy streams such a body once it grew past ``stream_large_bodies``."""
+    from mitmproxy.net.http.http1.read import expected_http_body_size
+    try:
+        size = expected_http_body_size(request, response)
+    except ValueError:
+        return True
+    return size is None or size < 0
 
 
 def _polling_legs(exch: Exchange) -> bool:
