@@ -36,6 +36,10 @@ and whose stream the server closes early gets a ``passthrough`` record saying so
 (:meth:`Resumer.closed_early`). A JSON answer through the relay reaches the client byte for byte
 as the server sent it (then rewritten as any other); one cut short (the connection closed before its
 ``Content-Length``) gets ``502`` with a JSON-RPC error -32603, one ``passthrough`` record and one line.
+An answer whose head went to the client and that the server then breaks off (a connection error, not
+a clean end: a streamed body before its ``Content-Length`` or last chunk, an SSE stream not resumed)
+is broken off toward the client too (:meth:`.stream.AnswerStream.abort`), never ended as complete:
+one ``passthrough`` record and one line.
 
 The relayed flow shows this endpoint as its server in mitmweb, with a comment saying it was relayed;
 ``flow.metadata["mcpx"]["relay"]`` holds ``{"server": <the server's URL>, "resumed_after": [<event
@@ -195,6 +199,9 @@ class Relay:
         self.unread = False
         #: the head of the current resuming GET: (status, content type, streamed)
         self.get_head: tuple[int, str, bool] | None = None
+        #: why the last upstream answer that fed the client's stream (the POST's, or a resuming GET's that
+        #: streamed) broke off after its head (a connection error, not a clean end); None: it ended cleanly
+        self.broke: str | None = None
         self.meta: dict[str, Any] = {"server": url, "resumed_after": []}
 
     # -- the endpoint's answer ------------------------------------------------------------------
@@ -291,6 +298,11 @@ class Relay:
         finally:
             if not self.stream.head.done():
                 self._error("mcpx relay ended without an answer")
+            if self.broke is not None and not self.stream.closed:
+                # as the server's answer ended, the client's does: broken off, never a truncated body that looks whole
+                fail(self.owner.rewriter, self.exch, f"relayed request: the server's answer broke off after its head: "
+                                                     f"{self.broke}; the client's answer is broken off there too")
+                self.stream.abort()
             self.stream.close()
 
     def _error(self, message: str) -> None:
@@ -311,7 +323,10 @@ class Relay:
                 record(self.owner.rewriter, self.exch, "passthrough", f"relayed request: upstream request failed: {e.reason}")
                 self._error(f"mcpx could not reach the server: {e.reason}")
                 return
-            reply = None  # the stream broke off: as when it ends
+            reply = None  # the stream broke off: as when it ends (resumed if it can be), else broken off (run)
+            self.broke = e.reason
+        if reply is not None and (self.streaming or self.raw) and reply.flow.error is not None:
+            self.broke = reply.flow.error.msg
         if self.raw:
             return
         if not self.streaming:
@@ -388,18 +403,24 @@ class Relay:
         def on_head(response: http.Response, streamed: bool) -> None:
             ctype = response.headers.get("content-type", "")
             self.get_head = (response.status_code, ctype, streamed and response.status_code == 200)
+            if self.get_head[2]:
+                self.broke = None  # this GET now feeds the client's stream: how it ends decides
 
         def on_chunk(data: bytes) -> None:
             if self.get_head is not None and self.get_head[2]:
                 self._on_chunk(data)
 
         try:
-            await self.owner.sender.send(self.flow, "GET", b"", headers, f"GET resuming SSE polling after event {last} "
-                                         "(TR-sse-priming-polling)", timeout=None, on_chunk=on_chunk, on_head=on_head,
-                                         on_undecodable=self._on_undecodable, url=self.url)  # type: ignore[arg-type]
+            reply = await self.owner.sender.send(self.flow, "GET", b"", headers, f"GET resuming SSE polling after event {last} "
+                                                 "(TR-sse-priming-polling)", timeout=None, on_chunk=on_chunk, on_head=on_head,
+                                                 on_undecodable=self._on_undecodable, url=self.url)  # type: ignore[arg-type]
         except upstream.UpstreamError as e:
             if self.get_head is None or not self.get_head[2]:
                 return f"the GET with Last-Event-ID {last} failed: {e.reason}"
+            self.broke = e.reason
+        else:
+            if self.get_head is not None and self.get_head[2] and reply.flow.error is not None:
+                self.broke = reply.flow.error.msg
         if self.get_head is None or not self.get_head[2]:
             status, ctype, _ = self.get_head or (0, "", False)
             return f"the GET with Last-Event-ID {last} was answered HTTP {status} ({ctype or 'no content-type'}), not an SSE stream"

@@ -36,10 +36,15 @@ logger = logging.getLogger("mcpx")
 PATH = "/mcpx-answer/"
 
 
+#: queued by :meth:`AnswerStream.abort`: the endpoint closes its connection without the last chunk
+_BROKEN = object()
+
+
 class AnswerStream:
-    """One stream to one client: :meth:`put` chunks (bytes), :meth:`close` ends it. ``finished``: the
-    bridge ended it (else, once ``closed``, the client went away first); ``delivered``: the first
-    ``keep`` bytes put (the flow's body in mitmweb and ``-w`` files: what the client got)."""
+    """One stream to one client: :meth:`put` chunks (bytes), :meth:`close` ends it, :meth:`abort`
+    breaks it off. ``finished``: the bridge or relay ended it (else, once ``closed``, the client went
+    away first); ``delivered``: the first ``keep`` bytes put (the flow's body in mitmweb and ``-w``
+    files: what the client got)."""
 
     def __init__(self, token: str, headers: list[tuple[str, str]], on_close: Callable[[], Awaitable[None]] | None,
                  keep: int = 1 << 20, head: asyncio.Future | None = None):
@@ -50,7 +55,7 @@ class AnswerStream:
         self.head = head
         self.headers = headers
         self.on_close = on_close
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.queue: asyncio.Queue = asyncio.Queue()  # bytes, then None (end) or _BROKEN (abort)
         self.closed = False
         self.finished = False
         self.keep = keep
@@ -72,6 +77,16 @@ class AnswerStream:
         if not self.closed:
             self.closed = self.finished = True
             self.queue.put_nowait(None)
+
+    def abort(self) -> None:
+        """End the stream broken off: once the chunks put before are written, the endpoint closes
+        its connection without the terminating chunk, so mitmproxy sees its "server" break off
+        mid-body and fails the client's response as it does when the real server breaks off (the
+        client gets the bytes so far, then a broken body: never a truncated body that looks whole).
+        For a relay whose own upstream request ended in an error after the client's head went out."""
+        if not self.closed:
+            self.closed = self.finished = True
+            self.queue.put_nowait(_BROKEN)
 
 
 class AnswerStreams:
@@ -228,7 +243,8 @@ class AnswerStreams:
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stream: AnswerStream) -> bool:
         """A relay's answer (see :meth:`relay`). True: it was written whole, the connection can
-        serve the next request; False: the client (mitmproxy) went away first."""
+        serve the next request; False: the client (mitmproxy) went away first, or the relay aborted
+        the answer (:meth:`AnswerStream.abort`): the connection closes."""
         assert stream.head is not None
         gone = asyncio.ensure_future(reader.read(1))  # the client (mitmproxy) closed the connection
         try:
@@ -275,7 +291,8 @@ def _head(status: int, reason: str | None, headers, framing: bytes) -> bytes:
 
 async def _pump(writer: asyncio.StreamWriter, stream: AnswerStream, gone: asyncio.Future) -> bool:
     """Write the chunks put on ``stream`` (HTTP/1.1 chunked) until it is closed (True: its last chunk
-    written) or the client goes away (``gone`` done first: False)."""
+    written), aborted (False, the last chunk not written: the caller closes the connection) or the
+    client goes away (``gone`` done first: False)."""
     while True:
         get = asyncio.ensure_future(stream.queue.get())
         done, _ = await asyncio.wait({get, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -283,6 +300,8 @@ async def _pump(writer: asyncio.StreamWriter, stream: AnswerStream, gone: asynci
             get.cancel()
             return False
         chunk = get.result()
+        if chunk is _BROKEN:
+            return False
         if chunk is None:
             gone.cancel()  # before the last chunk goes: a next request's bytes are never read by it
             writer.write(b"0\r\n\r\n")
