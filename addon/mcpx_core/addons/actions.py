@@ -325,7 +325,10 @@ async def split_batch(st: State, flow: http.HTTPFlow, exch: Exchange, members: t
     answered with a JSON-RPC error -32603 naming what the server sent, with a record; nothing is
     retried. A notification (or request) the server sends on a member's SSE answer cannot go into
     the batch response (an array of responses only: JSON-RPC 2.0, 2025-03-26 ``JSONRPCBatchResponse``):
-    it is dropped, with a ``drop-message`` record."""
+    it is dropped, with a ``drop-message`` record. A member's SSE answer that a 2025-11-25 server
+    closes after an event id and before the member's response (SSE polling) is resumed in place with
+    GET and ``Last-Event-ID`` (``bridge/resume.py`` :meth:`~mcpx_core.bridge.resume.Resumer.member`,
+    under ``mcpx_sse_resume``); not resumed, its -32603 says why."""
     exch.answered = True
     headers = {k.lower(): v for k, v in flow.request.headers.items()}
     headers.pop("content-length", None)
@@ -348,8 +351,12 @@ async def split_batch(st: State, flow: http.HTTPFlow, exch: Exchange, members: t
             pass
         elif ctype.startswith("text/event-stream"):
             why = "no JSON-RPC response to it on the SSE stream"
+            sse = reply.body
+            if rid is not None:  # a 2025-11-25 server that closed the stream early (SSE polling): resumed in place
+                sse, closed = await st.resume.member(flow, exch, rid, flow.request.url, headers, body, sse, st.max_body)
+                why = closed or why
             parser = SSEParser()
-            delivered = SSERewriter(st.rewriter, exch).whole(reply.body)
+            delivered = SSERewriter(st.rewriter, exch).whole(sse)
             for ev in parser.feed(delivered) + parser.close()[0]:
                 if ev.payload is not None and not ev.blank():
                     try:

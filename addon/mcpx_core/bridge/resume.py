@@ -145,6 +145,36 @@ class Resumer:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
+    # -- a split batch's member (addons/actions.py split_batch) --------------------------------
+    async def member(self, flow: http.HTTPFlow, exch: Exchange, rid: Any, url: str, headers: dict[str, str], body: bytes,
+                     answer: bytes, max_event: int) -> tuple[bytes, str | None]:
+        """A split batch's member: ``body``, POSTed by mcpx itself with ``headers`` (lower-case names)
+        to ``url``, got the SSE ``answer`` (whole, decoded). When the server closed that stream after
+        an event id and before a response to ``rid``, the member's request is resumed in place as a
+        relayed call is (:meth:`Relay.resume_while_closed`: GET with ``Last-Event-ID``, records under
+        ``rid``), unless ``mcpx_sse_resume`` is ``off`` (``auto`` too: the answer itself shows the
+        server polls). Returns the SSE bytes that hold the member's answer (``answer``, then the
+        resumed GETs' events; ``answer`` as it is when nothing was resumed) and, when no response to
+        ``rid`` came, why (for its -32603), else None."""
+        if not _polling_legs(exch):
+            return answer, None
+        relay = Relay(self, flow, exch, url, headers, body, max_event, rid=rid)
+        relay.stream = _Collected()
+        relay.holder = "the split batch's answer waits for it"
+        relay.streaming = True
+        relay._on_chunk(answer)
+        if self.mode == "off":
+            events, _ = relay.parser.close()
+            relay._forward(events)
+            if relay.pending and relay.last and not relay.unread:
+                return answer, (f"the server closed its SSE stream after event {relay.last} before the answer; "
+                                "not resumed (mcpx_sse_resume=off)")
+            return answer, None
+        await relay.resume_while_closed()
+        if not relay.meta["resumed_after"]:
+            return answer, relay.ended
+        return b"".join(relay.stream.chunks), relay.ended
+
     # -- a call that was not relayed ---------------------------------------------------------
     def closed_early(self, exch: Exchange, stream: SSERewriter) -> None:
         """The server's SSE answer to a flow mcpx did not relay ended (``stream``, streamed live):
@@ -176,14 +206,22 @@ class Relay:
     an :class:`~.stream.AnswerStream` with a ``head``), resumes (see the module)."""
 
     def __init__(self, owner: Resumer, flow: http.HTTPFlow, exch: Exchange, url: str, headers: dict[str, str],
-                 body: bytes, max_event: int) -> None:
+                 body: bytes, max_event: int, rid: Any = None) -> None:
+        """``rid``: the one request id this relay waits for (a split batch's member, whose records go
+        under it); None: every request of ``exch``, records under the call's id."""
         self.owner, self.flow, self.exch = owner, flow, exch
+        self.rid = rid
+        #: what a resume record says of the client's side meanwhile
+        s = exch.session
+        self.holder = f"the {s.client_leg if s else '?'} client's stream stays open"
+        #: why the answer did not come, once a resume failed or was not made (:meth:`_fail`)
+        self.ended: str | None = None
         self.url, self.headers, self.body = url, headers, body
         self.max_event = max_event
         self.stream: Any = None
         self.task: asyncio.Task | None = None
         #: the request ids the server has not answered yet
-        self.pending = set(exch.request_ids)
+        self.pending = {rid} if rid is not None else set(exch.request_ids)
         self.parser = SSEParser(max_event)
         #: the last event id (``id:`` field) and ``retry`` (ms) the server gave; the id resumed after
         self.last: str | None = None
@@ -342,43 +380,41 @@ class Relay:
             self._set_head(r.status_code, r.reason, [(k, v) for k, v in r.headers.fields if k.lower() not in _FRAMING],
                            r.raw_content or b"")
             return
-        await self._resume_while_closed()
+        await self.resume_while_closed()
 
-    async def _resume_while_closed(self) -> None:
+    async def resume_while_closed(self) -> None:
         """After each upstream stream ends: done (answered, or nothing to resume after), resume, or fail."""
-        rw = self.owner.rewriter
         while True:
             inside = self.parser.inside_oversize
             events, tail = self.parser.close()
             self._forward(events)
             last = self.last
             if self.undecodable is not None:  # the client got the events before the fault, as without the relay
-                record(rw, self.exch, "passthrough", self.undecodable)
+                self._record("passthrough", self.undecodable)
                 return
             if not self.pending or not last:
                 self.stream.put(tail)  # ended as the server ended it (a cut event: the client's rewriting records it)
                 return
             if last == self.resumed_from:
                 self.stream.put(tail)
-                fail(rw, self.exch, f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
-                                    f"resume it: the resumed stream ended with no newer event; the client's stream ends without the answer")
+                self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
+                       f"resume it: the resumed stream ended with no newer event; the client's stream ends without the answer")
                 return
             if inside:
-                fail(rw, self.exch, f"the server closed the SSE stream after event {last} before the answer, inside an event larger "
-                                    f"than mcpx_max_body: not resumed; the client's stream ends without the answer")
+                self._fail(f"the server closed the SSE stream after event {last} before the answer, inside an event larger "
+                       f"than mcpx_max_body: not resumed; the client's stream ends without the answer")
                 return
             if self.unread:
                 self.stream.put(tail)
-                fail(rw, self.exch, "the server closed the SSE stream after an event larger than mcpx_max_body, which mcpx "
-                                    "cannot read and which may hold the answer: not resumed (the server could send that event "
-                                    "again); the client's stream ends as the server ended it")
+                self._fail("the server closed the SSE stream after an event larger than mcpx_max_body, which mcpx "
+                       "cannot read and which may hold the answer: not resumed (the server could send that event "
+                       "again); the client's stream ends as the server ended it")
                 return
             retry = min(self.retry or 0, RETRY_CAP_MS)
             cut = f"; the {len(tail)} bytes of an unfinished event after it not delivered (the server sends it again)" if tail else ""
-            s = self.exch.session
-            record(rw, self.exch, "rewrite", f"the server closed the SSE stream after event {last} before the answer: resumed by mcpx "
-                                             f"with GET and Last-Event-ID after {retry} ms (retry); the "
-                                             f"{s.client_leg if s else '?'} client's stream stays open{cut}")
+            self._record("rewrite", f"the server closed the SSE stream after event {last} before the answer: resumed by mcpx "
+                                        f"with GET and Last-Event-ID after {retry} ms (retry); "
+                                        f"{self.holder}{cut}")
             self.meta["resumed_after"].append(last)
             await asyncio.sleep(retry / 1000)
             self.resumed_from = last
@@ -386,9 +422,16 @@ class Relay:
             self.strip_bom = True
             why = await self._get(last)
             if why is not None:
-                fail(rw, self.exch, f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
-                                    f"resume it: {why}; the client's stream ends without the answer")
+                self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
+                       f"resume it: {why}; the client's stream ends without the answer")
                 return
+
+    def _record(self, action: str, detail: str) -> None:
+        record(self.owner.rewriter, self.exch, action, detail, self.rid)
+
+    def _fail(self, detail: str) -> None:
+        self.ended = detail
+        fail(self.owner.rewriter, self.exch, detail, self.rid)
 
     async def _get(self, last: str) -> str | None:
         """The resuming GET after event ``last``; its events go to the client's stream. None: it
@@ -445,16 +488,28 @@ def _polling_legs(exch: Exchange) -> bool:
         and revisions.older(s.client_leg, POLLING)  # type: ignore[arg-type]
 
 
-def record(rw, exch: Exchange, action: str, detail: str) -> None:
-    """One ``TR-sse-priming-polling`` record on ``exch`` (server -> client, under the call's id and method)."""
+class _Collected:
+    """Where a split batch member's relay puts its events (:meth:`Resumer.member`): kept, in order."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def put(self, chunk: bytes) -> None:
+        if chunk:
+            self.chunks.append(chunk)
+
+
+def record(rw, exch: Exchange, action: str, detail: str, rid: Any = None) -> None:
+    """One ``TR-sse-priming-polling`` record on ``exch`` (server -> client, under ``rid`` or else the
+    call's id, and its method)."""
     s = exch.session
-    rid = exch.single_request_id
+    rid = exch.single_request_id if rid is None else rid
     rw.record(exch, [Change(pointer="", action=action, rule=PRIMING_RULE, detail=detail)], "s2c",  # type: ignore[arg-type]
               s.server_rev if s else None, s.client_leg if s else None,
               msg={"id": rid} if rid is not None else None, method=exch.request_ids.get(rid) if rid is not None else None)
 
 
-def fail(rw, exch: Exchange, detail: str) -> None:
-    """A resume that could not be made: one passthrough record and one warning line."""
+def fail(rw, exch: Exchange, detail: str, rid: Any = None) -> None:
+    """A resume that could not be made: one passthrough record (under ``rid``, see :func:`record`) and one warning line."""
     logger.warning(f"mcpx: SSE polling: {detail}")
-    record(rw, exch, "passthrough", detail)
+    record(rw, exch, "passthrough", detail, rid)
