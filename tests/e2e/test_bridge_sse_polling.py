@@ -86,3 +86,63 @@ def test_a_closed_call_stream_is_resumed_for_a_2026_client(server, tmp_path):
          "the server closed the call's SSE stream after event ev-2 without its answer: resumed with GET and Last-Event-ID (retry 50 ms)"),
         ("s2c", "/result/resultType", "synthesize", "RES-resultType", "required by 2026-07-28; a legacy result means this"),
     ]
+
+
+LIMIT = 64 << 10  # mcpx_max_body (its minimum)
+BIG = "x" * (LIMIT + 1000)
+
+
+class BigAnswer(ScriptedMcpHandler):
+    """A 2025-11-25 server: tools/call gets a priming event (id ev-1, retry 0), then its result, one
+    event (id ev-2) larger than mcpx_max_body, then the stream closes (cleanly). A GET with
+    ``Last-Event-ID: ev-1`` would replay ev-2 (an event store): a bridge that resumed would get the answer twice."""
+
+    REVISION = "2025-11-25"
+    seen: list = []
+    call_id: list = []
+
+    def result(self) -> bytes:
+        return orjson.dumps({"jsonrpc": "2.0", "id": self.call_id[-1], "result": {"content": [{"type": "text", "text": BIG}]}})
+
+    def answer(self, body):
+        self.seen.append(("POST", self.headers.get("last-event-id"), body.get("method")))
+        if "id" not in body:
+            self.send_accepted()
+            return
+        self.call_id.append(body["id"])
+        self.start_sse()
+        self.chunk(b"id: ev-1\nretry: 0\ndata: \n\n")
+        self.chunk(b"id: ev-2\nevent: message\ndata: " + self.result() + b"\n\n")
+        self.chunk(b"")
+        self.close_connection = True
+
+    def do_GET(self):
+        self.seen.append(("GET", self.headers.get("last-event-id"), None))
+        self.start_sse()
+        if self.headers.get("last-event-id") == "ev-1":
+            self.chunk(b"id: ev-2\nevent: message\ndata: " + self.result() + b"\n\n")
+        self.chunk(b"")
+        self.close_connection = True
+
+
+@pytest.fixture
+def big_server():
+    yield from serve(BigAnswer, "seen", "call_id")
+
+
+def test_an_answer_event_larger_than_max_body_then_a_close_is_delivered_once(big_server, tmp_path):
+    """The relay's fault (an answer event larger than mcpx_max_body, then the close, taken for an
+    early close and resumed: the answer twice), checked on the 2026-07-28 bridge: its call stream
+    reads each event whole (no mcpx_max_body bound on the upstream SSE it consumes), sees the answer,
+    and does not resume: no GET, the answer once, no resume record."""
+    with Proxy(f"http://127.0.0.1:{big_server}", tmp_path, options={"mcpx_server_era": "legacy", "mcpx_max_body": LIMIT}) as px:
+        c = Client(px.port)
+        call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "big", "arguments": {}, "_meta": META}}
+        st, h, body = c.post(call, {"mcp-protocol-version": NEW, "mcp-method": "tools/call", "mcp-name": "big"})
+        recs = [(r["action"], r["rule"]) for r in px.changes() if r["rule"] == "TR-sse-priming-polling"]
+    assert [(m, last, meth) for m, last, meth in BigAnswer.seen] == [
+        ("POST", None, "notifications/initialized"), ("POST", None, "tools/call")]
+    expected = {"jsonrpc": "2.0", "id": 8, "result": {"content": [{"type": "text", "text": BIG}], "resultType": "complete"}}
+    assert (st, h["content-type"]) == (200, "application/json")
+    assert body == orjson.dumps(expected)
+    assert recs == []
