@@ -214,20 +214,38 @@ class Sender:
         return Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, body, flow)
 
     def _whole(self, resp: http.Response) -> bytes:
-        """A whole response body, decoded (mitmproxy's lenient decoder, strict=False: a body that does not
-        decode is given as received), but never past :attr:`max_body` decoded bytes: such a body
-        (a decompression bomb, say) is given as received."""
+        """A whole response body, decoded, but never past :attr:`max_body` decoded bytes: such a body (a
+        decompression bomb, say) is given as received. gzip, deflate (``deflateraw``), br, zstd are
+        decoded strictly; one that does not decode so is read as mitmproxy's lenient decoder would
+        (strict=False: gzip or zlib auto-detected, a truncated stream taken for whole; deflate zlib-wrapped,
+        else raw; br and zstd as received), bounded the same. Any other encoding is given as received:
+        mitmproxy would hand it to Python's codecs (``bz2``, ``zlib``), which inflate without a bound."""
+        import zlib
+
         from .framing.encoding import WHOLE, DecodesTooLarge, decode_whole
+        raw = resp.raw_content or b""
         ce = resp.headers.get("content-encoding", "").strip().lower()
-        if resp.raw_content and ce in WHOLE:
+        ce = "deflate" if ce == "deflateraw" else ce
+        if not raw or ce not in WHOLE:
+            return raw
+        cap = self.max_body
+        try:
+            return decode_whole(raw, ce, cap)
+        except DecodesTooLarge:
+            logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
+            return raw
+        except Exception:
+            pass
+        for wbits in ((47,) if ce == "gzip" else (zlib.MAX_WBITS, -zlib.MAX_WBITS) if ce == "deflate" else ()):
             try:
-                return decode_whole(resp.raw_content, ce, self.max_body)
-            except DecodesTooLarge:
-                logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({self.max_body} bytes): not decoded")
-                return resp.raw_content
-            except Exception:
-                pass  # (mitmproxy's decoder below: what it makes of a truncated body, as before)
-        return resp.get_content(strict=False) or b""
+                out = zlib.decompressobj(wbits).decompress(raw, 0 if cap is None else cap + 1)
+            except zlib.error:
+                continue
+            if cap is not None and len(out) > cap:
+                logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
+                return raw
+            return out
+        return raw
 
     def abort(self, flow_id: str) -> None:
         """End a request mcpx sent that still runs (e.g. a stream nobody reads any more)."""
