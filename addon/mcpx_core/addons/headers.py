@@ -38,6 +38,20 @@ def header_fields(pairs) -> list[tuple[bytes, bytes]]:
     return [(k.encode("utf-8", "surrogateescape"), v.encode("utf-8", "surrogateescape")) for k, v in pairs]
 
 
+def make_response(status: int, body: bytes, pairs) -> http.Response:
+    """``http.Response.make`` with these (name, value) headers, but ``body`` taken as the bytes to send:
+    with a Content-Encoding among ``pairs`` (an upstream body mcpx did not decode, bridge ``Reply.undecoded``)
+    it is not encoded once more (``make`` encodes its content as that header says)."""
+    fields = header_fields(pairs)
+    if not any(k.lower() == b"content-encoding" for k, _ in fields):
+        return http.Response.make(status, body, fields)
+    resp = http.Response.make(status, b"", ())  # (an empty content would drop Content-Encoding)
+    resp.headers = http.Headers(fields)
+    resp.raw_content = body
+    resp.headers["content-length"] = str(len(body))
+    return resp
+
+
 def media_type(headers: dict[str, str]) -> str:
     return headers.get("content-type", "").split(";", 1)[0].strip().lower()
 

@@ -162,7 +162,10 @@ class Client2026Bridge:
         try:
             up = await self._upstream_session(exch, meta, upstream)
         except Refused as r:  # the server's own refusal (e.g. 403 for a foreign Origin): the client gets it
-            return Answer(r.reply.status, r.reply.body, (("content-type", r.reply.headers.get("content-type", "application/json")),))
+            if r.reply.undecoded:  # (still in its Content-Encoding: the client gets it with that header)
+                self.rw.passthrough(exch, "s2c", r.reply.undecoded)
+            return Answer(r.reply.status, r.reply.body, (("content-type", r.reply.headers.get("content-type", "application/json")),)
+                          + r.reply.answer_headers(()))
         exch.session = up.session
         self._expire()
         up.active += 1  # (a call in progress keeps its upstream session: expire_idle)
@@ -438,7 +441,12 @@ class Client2026Bridge:
     def _unread(self, exch, reply: Reply, rid: Any, minted: str) -> Answer:
         """The server's answer to a call holds no JSON-RPC response mcpx can read (truncated JSON, an
         HTML error page): it goes to the client as it came (a passthrough record), but never under
-        mcpx's own id: where the body names it (``"id":"mcpx-<n>"``), the client's id is put back."""
+        mcpx's own id: where the body names it (``"id":"mcpx-<n>"``), the client's id is put back.
+        A body mcpx did not decode (``reply.undecoded``: it decodes past ``mcpx_max_body``, or its
+        Content-Encoding does not decode) goes as received, with its Content-Encoding, and that record."""
+        if reply.undecoded:
+            self.rw.passthrough(exch, "s2c", reply.undecoded)
+            return Answer(reply.status, reply.body, reply.answer_headers(("content-type",)))
         body = reply.body
         ours = b'"id":' + json_body.dumps(minted)
         mapped = ours in body
