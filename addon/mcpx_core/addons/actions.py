@@ -221,6 +221,8 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
     token = None if failed else st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
     if failed:
         st.tracker.abandon(exch.session, reply.headers.get(SESSION_HEADER))
+    elif exch.session is not None:
+        st.tracker.accepted(exch.session)
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in hop]
     if token:
         headers.append(("Mcp-Session-Id", token))
