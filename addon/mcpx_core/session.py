@@ -101,6 +101,10 @@ class Session:
     last_seen: float = field(default_factory=time.monotonic)
     #: the keys the tracker finds this session under (token, handle, server id, fallback keys)
     aliases: set = field(default_factory=set, repr=False)
+    #: fallback key -> the session it found before this one's initialize took it over (:meth:`SessionTracker.start`),
+    #: given back if the server refuses that initialize (:meth:`SessionTracker.abandon`); emptied by
+    #: :meth:`SessionTracker.accepted` once the server accepted it
+    displaced: dict = field(default_factory=dict, repr=False)
     uid: int = field(default_factory=lambda: next(_UIDS), repr=False)
 
     @property
@@ -284,6 +288,9 @@ class SessionTracker:
         self._put(key, s)
         self._put(s.key, s)
         for k in client_keys:
+            before = self._alias.get(k)
+            if before is not None and before is not s:
+                s.displaced[k] = before
             self._put(k, s)
         self.expire()
         return s
@@ -332,14 +339,31 @@ class SessionTracker:
     def abandon(self, s: Session, upstream_id: str | None = None) -> None:
         """The server did not accept the ``initialize`` that started ``s`` (an HTTP error, a JSON-RPC
         error, an answer mcpx could not read: no server revision learnt): forget ``s`` under every key,
-        so the client's connection and host are bound to nothing and its next initialize starts afresh.
+        so the client's connection and host are bound to no session it started (to the one they found
+        before, if any: below) and its next initialize starts afresh.
         ``upstream_id``: the server's own ``Mcp-Session-Id`` on that answer, which reached the client
         unchanged: ``s`` stays found under it alone (no token, no revisions), so the client's requests
-        carrying it go to the server untouched."""
+        carrying it go to the server untouched.
+
+        Keys ``s`` took over from another session still in memory (the client's connection and host, bound
+        to an earlier session of the same client: :attr:`Session.displaced`), and a server id that is
+        that of another session in memory (a server that answers a refused initialize with the id of the
+        session it keeps), stay with that session: a refused initialize does not unbind a live one."""
         self.end(s)
+        for k, before in s.displaced.items():
+            if before.uid in self._lru and k not in self._alias:
+                self._put(k, before)
+        s.displaced.clear()
         if upstream_id:
             s.upstream_id = upstream_id
-            self._put(upstream_id, s)
+            other = self._alias.get(upstream_id)
+            if other is None or other.uid not in self._lru:
+                self._put(upstream_id, s)
+
+    def accepted(self, s: Session) -> None:
+        """The server accepted the ``initialize`` that started ``s``: the keys it took are its own (the
+        sessions it displaced are no longer held through it)."""
+        s.displaced.clear()
 
     def drop(self, key: str) -> None:
         s = self._alias.get(key)

@@ -54,12 +54,16 @@ class Reply:
     """``status``, ``headers`` (lower-case names), ``body`` (the whole body decoded, or what streamed
     so far when the caller stopped early; a whole body whose Content-Encoding decodes to more than
     :attr:`Sender.max_body`: its bytes as received, never decoded further) and the mitmproxy ``flow``
-    that carried it."""
+    that carried it. ``undecoded``: None when ``body`` is decoded (or had no Content-Encoding); else
+    ``body`` is as received, still in its Content-Encoding (``headers["content-encoding"]``), and this is
+    the detail of the passthrough record that says why (as :func:`addons.headers.decoded` words it:
+    ``content-encoding: body decodes to more than mcpx_max_body (N bytes); forwarded untouched``)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
     flow: http.HTTPFlow
+    undecoded: str | None = None
 
 
 @dataclass
@@ -210,24 +214,47 @@ class Sender:
         resp = flow.response
         if resp is None:
             raise UpstreamError(flow.error.msg if flow.error else "no response")
-        body = b"".join(own.received) if own.streamed else self._whole(resp)
-        return Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, body, flow)
+        body, why = (b"".join(own.received), None) if own.streamed else self._whole(resp)
+        return Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, body, flow, why)
 
-    def _whole(self, resp: http.Response) -> bytes:
-        """A whole response body, decoded (mitmproxy's lenient decoder, strict=False: a body that does not
-        decode is given as received), but never past :attr:`max_body` decoded bytes: such a body
-        (a decompression bomb, say) is given as received."""
+    def _whole(self, resp: http.Response) -> tuple[bytes, str | None]:
+        """A whole response body, decoded, but never past :attr:`max_body` decoded bytes, and the reason
+        it was not decoded (:attr:`Reply.undecoded`; None when it was, or has no Content-Encoding). A body
+        that decodes past the limit (a decompression bomb, say) is given as received. gzip, deflate
+        (``deflateraw``), br, zstd are decoded strictly; one that does not decode so is read as
+        mitmproxy's lenient decoder would (strict=False: gzip or zlib auto-detected, a truncated stream
+        taken for whole; deflate zlib-wrapped, else raw; br and zstd as received), bounded the same. Any
+        other encoding is given as received: mitmproxy would hand it to Python's codecs (``bz2``,
+        ``zlib``), which inflate without a bound."""
+        import zlib
+
         from .framing.encoding import WHOLE, DecodesTooLarge, decode_whole
+        raw = resp.raw_content or b""
         ce = resp.headers.get("content-encoding", "").strip().lower()
-        if resp.raw_content and ce in WHOLE:
+        ce = "deflate" if ce == "deflateraw" else ce
+        if not raw or ce in ("", "identity", "none"):
+            return raw, None
+        if ce not in WHOLE:
+            return raw, f"content-encoding: body does not decode (unsupported content-encoding {ce!r}); forwarded untouched"
+        cap = self.max_body
+        too_large = f"content-encoding: body decodes to more than mcpx_max_body ({cap} bytes); forwarded untouched"
+        try:
+            return decode_whole(raw, ce, cap), None
+        except DecodesTooLarge:
+            logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
+            return raw, too_large
+        except Exception as e:
+            error = f"content-encoding: body does not decode ({type(e).__name__}: {e}); forwarded untouched"
+        for wbits in ((47,) if ce == "gzip" else (zlib.MAX_WBITS, -zlib.MAX_WBITS) if ce == "deflate" else ()):
             try:
-                return decode_whole(resp.raw_content, ce, self.max_body)
-            except DecodesTooLarge:
-                logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({self.max_body} bytes): not decoded")
-                return resp.raw_content
-            except Exception:
-                pass  # (mitmproxy's decoder below: what it makes of a truncated body, as before)
-        return resp.get_content(strict=False) or b""
+                out = zlib.decompressobj(wbits).decompress(raw, 0 if cap is None else cap + 1)
+            except zlib.error:
+                continue
+            if cap is not None and len(out) > cap:
+                logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
+                return raw, too_large
+            return out, None
+        return raw, error
 
     def abort(self, flow_id: str) -> None:
         """End a request mcpx sent that still runs (e.g. a stream nobody reads any more)."""

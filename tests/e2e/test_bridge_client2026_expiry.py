@@ -136,3 +136,71 @@ def test_an_open_listen_stream_keeps_its_upstream_session(server, tmp_path):
         conn.close()
         assert wait_deletes(2) == [("legacy-2", "2025-11-25"), ("legacy-1", "2025-11-25")]
     assert [x for x in Legacy.seen if x[2] != "notifications/initialized"][:2] == [("POST", None, "initialize"), ("GET", "legacy-1", None)]
+
+
+class Holding(Legacy):
+    """Legacy, but tools/call asks the client a question (elicitation/create) on its SSE answer and holds
+    the stream open until mcpx closes it (``closed``); DELETE is answered 405 (a server that lets no
+    client end its session, 2025-11-25 transports.mdx); nothing else would ever end that stream."""
+
+    closed = threading.Event()
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        body = json.loads(raw)
+        if body.get("method") != "tools/call":
+            self.rfile = __import__("io").BytesIO(raw)
+            self.headers.replace_header("content-length", str(len(raw)))
+            return super().do_POST()
+        self.seen.append(("POST", self.headers.get("mcp-session-id"), "tools/call"))
+        self.start_sse()
+        ask = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
+               "params": {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}}
+        self.chunk(b"data: " + orjson.dumps(ask) + b"\n\n")
+        self.connection.settimeout(60)
+        try:
+            self.connection.recv(1)  # b"": mcpx closed the upstream call
+        except OSError:
+            pass
+        self.closed.set()
+        self.close_connection = True
+
+    def do_DELETE(self):
+        self.send_response(405)
+        self.send_header("content-length", "0")
+        self.end_headers()
+        with self.deleted:
+            self.deletes.append((self.headers.get("mcp-session-id"), self.headers.get("mcp-protocol-version")))
+            self.deleted.notify_all()
+
+
+@pytest.fixture
+def holding():
+    Holding.closed.clear()
+    Holding.numbers = itertools.count(1)
+    yield from serve(Holding, "seen", "deletes")
+
+
+def test_a_held_round_trip_that_expires_ends_its_upstream_call(holding, tmp_path):
+    """An input_required round trip the client never retries is forgotten after HELD_TTL (here 1 s: a
+    script sets it in mitmdump), its session then idle and DELETEd; the server answers 405. Before, the
+    upstream call's SSE stream stayed open for as long as the server kept it (here: for ever), with its
+    flow and connection; now mcpx ends it when it forgets the round trip."""
+    script = tmp_path / "held_ttl.py"
+    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\n")
+    with Proxy(f"http://127.0.0.1:{holding}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
+        msg = call(1, "asked")
+        msg["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {}}
+        status, body = post(px.port, msg, "x")
+        assert status == 200 and orjson.loads(body)["result"]["resultType"] == "input_required"
+        with Holding.deleted:
+            assert Holding.deleted.wait_for(lambda: Holding.deletes, 20)
+        assert Holding.deletes == [("legacy-1", "2025-11-25")]
+        assert Holding.closed.wait(20), "the held upstream call is still open"
+        deadline = time.monotonic() + 20  # (the log line follows the DELETE's answer)
+        while "DELETE answered" not in px.output() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        out = px.output()
+    lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "idle for more than" in line]
+    assert lines == ["mcpx: client2026: upstream session of 2026-07-28 client 'asked' (2025-11-25) idle for more than 1 s: "
+                     "ended (DELETE answered HTTP 405)"]

@@ -120,6 +120,32 @@ def test_a_json_answer_that_inflates_past_the_limit_is_delivered_untouched(tmp_p
         srv.stop()
 
 
+@pytest.mark.parametrize("enc,body,record", [
+    # Python codecs mitmproxy would decode (encoding.decode falls back to codecs.decode): unbounded
+    ("bz2", __import__("bz2").compress(BIG_AUDIO), "content-encoding: body does not decode (unsupported content-encoding 'bz2'); forwarded untouched"),
+    ("zlib", zlib.compress(BIG_AUDIO), "content-encoding: body does not decode (unsupported content-encoding 'zlib'); forwarded untouched"),
+    # mitmproxy's name for raw deflate: decoded as deflate, so bounded
+    ("deflateraw", zlib.compress(BIG_AUDIO)[2:-4], RECORD),
+], ids=["bz2", "zlib", "deflateraw"])
+def test_an_answer_in_an_encoding_outside_http_is_not_inflated(tmp_path, enc, body, record):
+    """Before: mitmproxy's decoder inflated it whole (81 bytes of bz2 to 50 MiB: Python's bz2 and zlib
+    codecs have no bound), and the record came after: 'body of 4194... bytes exceeds mcpx_max_body'.
+    Now only gzip, deflate (deflateraw), br, zstd are decoded, each bounded; any other value goes on
+    untouched with a record that names it."""
+    srv = LoopbackServer(type("H", (Handler,), {"ANSWER": (enc, body)}))
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False, options={"mcpx_max_body": "64KiB"}) as px:
+            c = Client(px.port)
+            c.initialize("2024-11-05")
+            status, headers, answer = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+            assert (status, headers["content-encoding"], answer) == (200, enc, body)
+            assert [(r["action"], r["rule"], r["direction"], r["session"], r["detail"]) for r in wait_changes(px, 1)] == [
+                ("passthrough", "PASSTHROUGH-error", "s2c", px.handle(c.session), record)]
+            c.close()
+    finally:
+        srv.stop()
+
+
 class BigInitialize(ScriptedMcpHandler):
     """Answers initialize with gzip JSON whose instructions are PAD bytes long."""
     SESSION = "bomb-init"

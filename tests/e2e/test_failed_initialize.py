@@ -192,3 +192,62 @@ def test_a_refused_initialize_that_names_a_server_session_keeps_only_that_id(ser
         status, _, body = c.post({"jsonrpc": "2.0", "id": 5, "method": "ping"})
         assert Refusing.seen == [("refused-1", b'{"jsonrpc":"2.0","id":5,"method":"ping"}')]
         c.close()
+
+
+class RefusingSecond(ScriptedMcpHandler):
+    """Accepts the first initialize (session ``keep-1``); refuses the next ones with a JSON-RPC error that
+    still names ``keep-1`` (the session the server keeps); answers tools/call with AUDIO."""
+    SERVER_INFO = {"name": "refusing-second", "version": "1"}
+    inits: list = []
+    #: (Mcp-Session-Id, body) of every other POST
+    seen: list = []
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        body = orjson.loads(raw)
+        if body.get("method") == "initialize":
+            RefusingSecond.inits.append(body)
+            if len(RefusingSecond.inits) == 1:
+                self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                    "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                    "serverInfo": self.SERVER_INFO}}), {"mcp-session-id": "keep-1"})
+            else:
+                self.send_json(_error(body["id"]), {"mcp-session-id": "keep-1"})
+            return
+        RefusingSecond.seen.append((self.headers.get("mcp-session-id"), raw))
+        if "id" in body:
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": AUDIO}))
+        else:
+            self.send_accepted()
+
+
+@pytest.fixture
+def second_refused():
+    yield from serve(RefusingSecond, "inits", "seen")
+
+
+def test_a_refused_initialize_leaves_the_earlier_session_of_the_connection_bound(second_refused, tmp_path):
+    """A 2024-11-05 client whose session is open sends a second initialize (2025-06-18), which the server
+    refuses naming its existing session. Before, that initialize's session took the connection, host and
+    server-id keys of the first one, and abandoning it unbound them: the client's next request without a
+    session id (a client that echoes none) was bound to nothing and forwarded unrewritten (an audio block
+    reached a 2024-11-05 client). Now the first session keeps them."""
+    port = free_port()
+    with Proxy(f"http://127.0.0.1:{second_refused}", tmp_path, scripts=(str(PROBE),), options={"probe_port": port}) as px:
+        c = Client(px.port)
+        c.initialize("2024-11-05", name="first")
+        handle = px.handle(c.session)
+        bound = probe(port)["bound"]
+        c.session = None
+        status, headers, body = c.post(init_msg("2025-06-18", "second"))
+        assert (status, headers.get("mcp-session-id"), body) == (200, "keep-1", _error(0))
+        state = probe(port)
+        assert state["sessions"] == 1
+        assert {k: v for k, v in state["bound"].items()} == bound  # the first session's keys, all of them
+        before = len(px.changes())
+        status, _, msgs = c.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+        assert (status, msgs[0]["result"]["content"]) == (200, [{"type": "text", "text": "[audio content omitted: audio/wav, 3 bytes]"}])
+        assert [(r["session"], r["rule"]) for r in wait_changes(px, before + 1)[before:]] == [(handle, "CT-audio")]
+        c.close()
+    # notifications/initialized with the server's id; the call as the client sent it, with none
+    assert [sid for sid, _ in RefusingSecond.seen] == ["keep-1", None]

@@ -95,3 +95,51 @@ def test_a_fault_within_the_limit_keeps_the_error_it_has_without_one(enc, body, 
     assert error in errors[0][1]
     if enc in ("gzip", "deflate") and "after the end" in error:
         assert errors[0][0] == TrailingData.__name__
+
+
+def _response(ce: str, raw: bytes):
+    from mitmproxy.test import tutils
+    r = tutils.tresp(content=b"")
+    r.headers["content-encoding"] = ce
+    r.raw_content = raw
+    return r
+
+
+@pytest.mark.parametrize("ce,body", [
+    ("gzip", zlib.compress(PLAIN)),  # zlib under the name gzip: strict fails, mitmproxy's decoder (wbits 47) reads it
+    ("deflate", zlib.compress(PLAIN)[:-4] + b"\0\0\0\0"),  # bad adler32: strict fails, mitmproxy retries raw
+    ("bz2", __import__("bz2").compress(PLAIN)),  # Python's bz2 codec (mitmproxy's fallback): 32 MiB from ~100 bytes
+    ("zlib", zlib.compress(PLAIN)),  # Python's zlib codec
+    ("deflateraw", compress("deflate-raw", PLAIN)),  # mitmproxy's own name for raw deflate
+], ids=["zlib-as-gzip", "deflate-bad-checksum", "bz2", "zlib", "deflateraw"])
+def test_the_senders_whole_answer_never_inflates_past_the_limit(ce, body):
+    """``upstream.Sender._whole`` (the initialize answer mcpx reads itself; a 2026-07-28 bridge's
+    upstream answers): before, a body the strict decoder refused, or in an encoding it does not
+    know, went to mitmproxy's own decoder, unbounded (32 MiB held, and returned). Now it is given as
+    received, the decoders' peak under 1 MiB."""
+    from mcpx_core.upstream import Sender
+    s = Sender()
+    s.max_body = 64 << 10
+    r = _response(ce, body)
+    tracemalloc.start()
+    try:
+        got, why = s._whole(r)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == body and why.startswith("content-encoding: body d")  # (the record a bridge writes: Reply.undecoded)
+    assert peak < 1 << 20, peak
+
+
+def test_the_senders_lenient_reading_within_the_limit_is_kept():
+    """What fits the limit is read as mitmproxy's lenient decoder reads it (a gzip body cut in its trailer, zlib under gzip)."""
+    from mcpx_core.upstream import Sender
+    s = Sender()
+    s.max_body = 64 << 10
+    small = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    assert s._whole(_response("gzip", gzip.compress(small)[:-4])) == (small, None)
+    assert s._whole(_response("gzip", zlib.compress(small))) == (small, None)
+    assert s._whole(_response("deflateraw", compress("deflate-raw", small))) == (small, None)
+    assert s._whole(_response("identity", small)) == (small, None)
+    assert s._whole(_response("bz2", b"xx")) == (b"xx", "content-encoding: body does not decode (unsupported content-encoding 'bz2'); forwarded untouched")
+    assert s._whole(_response("br", b"\xff\xff")) == (b"\xff\xff", "content-encoding: body does not decode (error: brotli: decoder failed); forwarded untouched")

@@ -19,7 +19,7 @@ from ..framing.encoding import stream_decoder
 from ..framing.sse import SSEParser
 from ..rewrite import Exchange, SSERewriter, undecodable_detail
 from ..session import SESSION_HEADER, VERSION_HEADER
-from .headers import decoded, header_fields
+from .headers import decoded, header_fields, make_response
 from .state import State
 
 logger = logging.getLogger("mcpx")
@@ -221,6 +221,8 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
     token = None if failed else st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
     if failed:
         st.tracker.abandon(exch.session, reply.headers.get(SESSION_HEADER))
+    elif exch.session is not None:
+        st.tracker.accepted(exch.session)
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in hop]
     if token:
         headers.append(("Mcp-Session-Id", token))
@@ -287,7 +289,7 @@ async def _bridge_initialize(st: State, flow: http.HTTPFlow, exch: Exchange, bri
         return False
     exch.answered = True
     exch.answered_by = out.note
-    flow.response = http.Response.make(out.status, out.body, header_fields(out.headers))
+    flow.response = make_response(out.status, out.body, out.headers)
     return True
 
 

@@ -11,7 +11,7 @@ from ..framing import json_body
 from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
 from .actions import learn_era, mint_session, split_batch
-from .headers import decoded, header_fields, header_map, media_type
+from .headers import decoded, header_fields, header_map, make_response, media_type
 from .state import FlowUpstream, State
 
 logger = logging.getLogger("mcpx")
@@ -201,7 +201,7 @@ class ClientRequests:
                 if sent is not None:  # what went upstream instead (mcpx's own flow): shown on this flow
                     st.keep_body(flow, "request", flow.request.get_content(strict=False) or b"")
                     flow.request.content = sent
-                flow.response = http.Response.make(status, payload, header_fields(headers))
+                flow.response = make_response(status, payload, headers)
             case Streamed(stream=stream, note=note):
                 exch.answered = exch.streamed = True
                 exch.answer_stream = stream

@@ -74,7 +74,7 @@ class FlowUpstream:
                 out.setdefault(k, v)
         r = await self.sender.send(self.flow, method, body, out, purpose, timeout=timeout, on_chunk=on_chunk, stop=stop, url=self.url,
                                    detached=detached)
-        return Reply(r.status, r.headers, r.body, r.flow.id)
+        return Reply(r.status, r.headers, r.body, r.flow.id, r.undecoded)
 
     def abort(self, flow_id: str) -> None:
         self.sender.abort(flow_id)

@@ -28,12 +28,22 @@ from typing import Any, Protocol
 @dataclass
 class Reply:
     """An upstream answer: ``status``, ``headers`` (lower-case names), ``body`` (bytes), and the id of
-    mcpx's flow that carried it (for :meth:`Upstream.abort`)."""
+    mcpx's flow that carried it (for :meth:`Upstream.abort`). ``undecoded``: None, or ``body`` is as
+    received, still in its ``content-encoding`` (too large decoded, or not decodable), and this is the
+    passthrough record's detail (:attr:`mcpx_core.upstream.Reply.undecoded`): whoever hands ``body``
+    to a client keeps that header (:meth:`answer_headers`)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
     flow_id: str = ""
+    undecoded: str | None = None
+
+    def answer_headers(self, keep: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        """The headers named in ``keep`` (lower case) this reply has, and its ``content-encoding`` when
+        ``body`` is still encoded (:attr:`undecoded`): a client must get the body with it."""
+        names = keep + ("content-encoding",) if self.undecoded else keep
+        return tuple((k, v) for k, v in self.headers.items() if k in names)
 
 
 class Upstream(Protocol):

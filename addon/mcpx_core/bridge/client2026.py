@@ -119,6 +119,10 @@ class Held:
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     done: bool = False
     at: float = field(default_factory=time.monotonic)
+    #: the id of mcpx's flow that carries the upstream call's stream (the resumed GET's, once resumed),
+    #: and the Upstream it went through: ended when the round trip is forgotten (:meth:`Client2026Bridge._expire`)
+    flow_id: str = ""
+    via: Any = None
 
 
 class Client2026Bridge:
@@ -162,7 +166,10 @@ class Client2026Bridge:
         try:
             up = await self._upstream_session(exch, meta, upstream)
         except Refused as r:  # the server's own refusal (e.g. 403 for a foreign Origin): the client gets it
-            return Answer(r.reply.status, r.reply.body, (("content-type", r.reply.headers.get("content-type", "application/json")),))
+            if r.reply.undecoded:  # (still in its Content-Encoding: the client gets it with that header)
+                self.rw.passthrough(exch, "s2c", r.reply.undecoded)
+            return Answer(r.reply.status, r.reply.body, (("content-type", r.reply.headers.get("content-type", "application/json")),)
+                          + r.reply.answer_headers(()))
         exch.session = up.session
         self._expire()
         up.active += 1  # (a call in progress keeps its upstream session: expire_idle)
@@ -414,12 +421,15 @@ class Client2026Bridge:
             except Exception as e:  # the call ends without an answer: the client is told (passthrough record)
                 logger.info(f"mcpx: resuming {method} after event {last}: {e}")
                 reply = None
+            if reply is not None:
+                held.flow_id = reply.flow_id
             if reply is None or not reply.headers.get("content-type", "").startswith("text/event-stream"):
                 held.done = True
                 held.queue.put_nowait(None)
 
         reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
                                     on_chunk=on_chunk, stop=first)
+        held.flow_id, held.via = reply.flow_id, upstream
         if reply.status == 404 and up.session.upstream_id and again:
             # the server no longer knows the upstream session (restarted, expired): a new one, and once more
             self.forget_session(up.session)
@@ -438,7 +448,12 @@ class Client2026Bridge:
     def _unread(self, exch, reply: Reply, rid: Any, minted: str) -> Answer:
         """The server's answer to a call holds no JSON-RPC response mcpx can read (truncated JSON, an
         HTML error page): it goes to the client as it came (a passthrough record), but never under
-        mcpx's own id: where the body names it (``"id":"mcpx-<n>"``), the client's id is put back."""
+        mcpx's own id: where the body names it (``"id":"mcpx-<n>"``), the client's id is put back.
+        A body mcpx did not decode (``reply.undecoded``: it decodes past ``mcpx_max_body``, or its
+        Content-Encoding does not decode) goes as received, with its Content-Encoding, and that record."""
+        if reply.undecoded:
+            self.rw.passthrough(exch, "s2c", reply.undecoded)
+            return Answer(reply.status, reply.body, reply.answer_headers(("content-type",)))
         body = reply.body
         ours = b'"id":' + json_body.dumps(minted)
         mapped = ours in body
@@ -709,9 +724,17 @@ class Client2026Bridge:
         return Streamed(stream)
 
     def _expire(self) -> None:
+        """Forget the input_required round trips held for more than HELD_TTL seconds, and end the upstream
+        call each still holds open (its stream would otherwise stay open for as long as the server keeps
+        it: its session's DELETE may be refused, 405, or never sent, for a server that gave no session id)."""
         now = time.monotonic()
         for k in [k for k, h in self.held.items() if now - h.at > HELD_TTL]:
-            self.held.pop(k, None)
+            h = self.held.pop(k)
+            if h.flow_id and h.via is not None and not h.done:
+                try:
+                    h.via.abort(h.flow_id)
+                except Exception as e:  # never end the expiry loop
+                    logger.warning(f"mcpx: {NAME}: ending a held upstream call failed: {type(e).__name__}: {e}")
 
     def _busy(self, up: Upstream2026Session) -> bool:
         """Whether ``up`` is in use: a call in progress, an open listen stream, a held input_required round trip."""

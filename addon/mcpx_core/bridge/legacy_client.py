@@ -859,7 +859,9 @@ class Call:
         self.ss.calls.pop(self.rid, None)
         if self.outlet is None and not self.decided.done():
             keep = ("content-type", "www-authenticate", "retry-after")
-            headers = tuple((k, v) for k, v in reply.headers.items() if k in keep)
+            headers = reply.answer_headers(keep)  # (with its Content-Encoding when mcpx did not decode it)
+            if reply.undecoded:
+                change = Change(pointer="", action="passthrough", rule="PASSTHROUGH-error", detail=reply.undecoded)
             self.b.log(self.exch, "s2c", None, None, [change], LATEST, self.client_rev)
             self.decided.set_result(Answer(reply.status, reply.body, headers, note=NOTE + "; the server's own answer, as it was"))
             return
