@@ -129,28 +129,26 @@ class AnswerStreams:
         token = os.urandom(12).hex()
         s = self.streams[token] = AnswerStream(token, [], on_close, keep=0,
                                                head=asyncio.get_running_loop().create_future())
+        self._point(flow, token)
+        return s
+
+    def _point(self, flow, token: str) -> None:
+        """Send ``flow``'s request to this endpoint's ``token`` (straight to this process, never through
+        an upstream proxy), instead of its server."""
         r = flow.request
         r.scheme, r.host, r.port = "http", "127.0.0.1", self.port
         r.path = PATH + token
         r.headers["host"] = f"127.0.0.1:{self.port}"
         try:
-            flow.server_conn.via = None  # straight to this process, never through an upstream proxy
+            flow.server_conn.via = None
         except AttributeError:
             pass
-        return s
 
     def route(self, flow, stream: AnswerStream) -> None:
         """Send ``flow`` (in its request hook) to ``stream`` instead of the server."""
-        r = flow.request
-        r.scheme, r.host, r.port = "http", "127.0.0.1", self.port
-        r.path = PATH + stream.token
-        r.method = "GET"
-        r.content = b""
-        r.headers["host"] = f"127.0.0.1:{self.port}"
-        try:
-            flow.server_conn.via = None  # straight to this process, never through an upstream proxy
-        except AttributeError:
-            pass
+        self._point(flow, stream.token)
+        flow.request.method = "GET"
+        flow.request.content = b""
 
     def answer(self, flow, status: int, body: bytes, headers: tuple[tuple[str, str], ...]) -> Callable[[], None]:
         """Send ``flow`` (in its ``requestheaders`` hook, once :meth:`ensure` has run) to a fixed answer
@@ -163,13 +161,7 @@ class AnswerStreams:
         self.fixed[token] = (status, headers, body)
         d = r.data
         before = (d.scheme, d.host, d.port, d.path, d.authority, r.headers.copy(), getattr(flow.server_conn, "via", None))
-        r.scheme, r.host, r.port = "http", "127.0.0.1", self.port
-        r.path = PATH + token
-        r.headers["host"] = f"127.0.0.1:{self.port}"
-        try:
-            flow.server_conn.via = None  # straight to this process, never through an upstream proxy
-        except AttributeError:
-            pass
+        self._point(flow, token)
 
         def undo() -> None:
             self.fixed.pop(token, None)

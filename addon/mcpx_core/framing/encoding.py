@@ -66,7 +66,42 @@ def _too_large(chunk_size: int, limit: int, out: list[bytes]) -> DecodeFailed:
     return DecodeFailed(ChunkTooLarge(chunk_size, limit), 0, b"".join(out)[:limit])
 
 
-class _Zlib:
+class _Members:
+    """The loop both multi-member decoders share: a chunk's members (gzip) or frames (zstd) decoded in
+    turn, its output bounded by ``limit`` (at most one byte more than is left is asked for: getting it
+    shows the chunk passes the limit, :func:`_too_large`). A subclass gives :meth:`_next` (what starts
+    after a member's end) and :meth:`_decode` (one call of its decompressor, raising
+    :class:`DecodeFailed`); ``d`` is the decompressor of the current member."""
+
+    __slots__ = ("d", "limit")
+
+    def _next(self, chunk: bytes, done: int, out: list[bytes]) -> int:
+        raise NotImplementedError
+
+    def _decode(self, view: memoryview, done: int, left: int | None, out: list[bytes]) -> bytes:
+        raise NotImplementedError
+
+    def __call__(self, chunk: bytes) -> bytes:
+        out: list[bytes] = []
+        view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the members before
+        left = self.limit  # decoded bytes this chunk may still give
+        while done < len(chunk):
+            if self.d.eof:
+                done = self._next(chunk, done, out)
+                if done == len(chunk):
+                    break
+            out.append(self._decode(view, done, left, out))
+            if left is not None:
+                left -= len(out[-1])
+                if left < 0:
+                    raise _too_large(len(chunk), self.limit, out)  # type: ignore[arg-type]
+            if not self.d.eof:
+                break
+            done = len(chunk) - len(self.d.unused_data)
+        return b"".join(out)
+
+
+class _Zlib(_Members):
     """gzip (``wbits`` 31) or deflate (zlib-wrapped, or raw when ``wbits`` is None: decided on the
     first byte, since some servers send raw deflate under that name).
 
@@ -76,7 +111,7 @@ class _Zlib:
     stream, or after a gzip member that do not start another, do not decode (:class:`DecodeFailed`).
     ``limit``: the most bytes one chunk may decode to (None: no bound; see the module docstring)."""
 
-    __slots__ = ("wbits", "d", "limit")
+    __slots__ = ("wbits",)
 
     def __init__(self, wbits: int | None, limit: int | None = None):
         self.wbits = wbits
@@ -88,40 +123,31 @@ class _Zlib:
             if not chunk:
                 return b""
             self.d = zlib.decompressobj(zlib.MAX_WBITS if chunk[:1] == b"\x78" else -zlib.MAX_WBITS)
-        out: list[bytes] = []
-        view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the members before
-        left = self.limit  # decoded bytes this chunk may still give
-        while done < len(chunk):
-            if self.d.eof:
-                if self.wbits != _GZIP:
-                    raise DecodeFailed(zlib.error("data after the end of the deflate stream"), done, b"".join(out))
-                while done < len(chunk) and chunk[done] == 0:  # zero padding
-                    done += 1
-                if done == len(chunk):
+        return super().__call__(chunk)
+
+    def _next(self, chunk: bytes, done: int, out: list[bytes]) -> int:
+        if self.wbits != _GZIP:
+            raise DecodeFailed(zlib.error("data after the end of the deflate stream"), done, b"".join(out))
+        while done < len(chunk) and chunk[done] == 0:  # zero padding
+            done += 1
+        if done < len(chunk):
+            self.d = zlib.decompressobj(self.wbits)  # the next gzip member
+        return done
+
+    def _decode(self, view: memoryview, done: int, left: int | None, out: list[bytes]) -> bytes:
+        before = self.d.copy()
+        try:
+            # (below max_length, zlib took all the input: it stops early only when the output reaches it)
+            return self.d.decompress(view[done:], 0 if left is None else left + 1)
+        except zlib.error as e:
+            at = done
+            while at < len(view):  # the fault found to the byte, on the state before this member's bytes
+                try:
+                    out.append(before.decompress(view[at:at + 1]))
+                except zlib.error:
                     break
-                self.d = zlib.decompressobj(self.wbits)  # the next gzip member
-            before = self.d.copy()
-            try:
-                # at most one byte more than is left: getting it shows the chunk passes the limit (below
-                # that, zlib took all the input: it stops early only when the output reaches max_length)
-                out.append(self.d.decompress(view[done:], 0 if left is None else left + 1))
-            except zlib.error as e:
-                at = done
-                while at < len(chunk):  # the fault found to the byte, on the state before this member's bytes
-                    try:
-                        out.append(before.decompress(view[at:at + 1]))
-                    except zlib.error:
-                        break
-                    at += 1
-                raise DecodeFailed(e, at, b"".join(out)) from None
-            if left is not None:
-                left -= len(out[-1])
-                if left < 0:
-                    raise _too_large(len(chunk), self.limit, out)  # type: ignore[arg-type]
-            if not self.d.eof:
-                break
-            done = len(chunk) - len(self.d.unused_data)
-        return b"".join(out)
+                at += 1
+            raise DecodeFailed(e, at, b"".join(out)) from None
 
 
 _GZIP = 16 + zlib.MAX_WBITS
@@ -198,12 +224,12 @@ def _br(limit: int | None = None) -> Callable[[bytes], bytes]:
     return call
 
 
-class _Zstd:
+class _Zstd(_Members):
     """zstd: one or more frames (RFC 8878 3.1), decoded in turn (a decompressor stops at the end of the
     first: it keeps the rest of that chunk aside, and refuses the next chunk). A failing chunk decodes
     to what its frames before the failing one gave."""
 
-    __slots__ = ("new", "d", "limit")
+    __slots__ = ("new",)
 
     def __init__(self, limit: int | None = None):
         try:  # the same zstd module mitmproxy itself uses (mitmproxy/net/encoding.py)
@@ -214,26 +240,15 @@ class _Zstd:
         self.d = self.new()
         self.limit = limit
 
-    def __call__(self, chunk: bytes) -> bytes:
-        out: list[bytes] = []
-        view, done = memoryview(chunk), 0  # bytes of ``chunk`` taken by the frames before
-        left = self.limit  # decoded bytes this chunk may still give
-        while done < len(chunk):
-            if self.d.eof:
-                self.d = self.new()  # the next frame
-            try:
-                # at most one byte more than is left (below that, the decoder took all the input)
-                out.append(self.d.decompress(view[done:], -1 if left is None else left + 1))
-            except Exception as e:  # zstd.ZstdError
-                raise DecodeFailed(e, done, b"".join(out)) from None
-            if left is not None:
-                left -= len(out[-1])
-                if left < 0:
-                    raise _too_large(len(chunk), self.limit, out)  # type: ignore[arg-type]
-            if not self.d.eof:
-                break
-            done = len(chunk) - len(self.d.unused_data)
-        return b"".join(out)
+    def _next(self, chunk: bytes, done: int, out: list[bytes]) -> int:
+        self.d = self.new()  # the next frame
+        return done
+
+    def _decode(self, view: memoryview, done: int, left: int | None, out: list[bytes]) -> bytes:
+        try:
+            return self.d.decompress(view[done:], -1 if left is None else left + 1)
+        except Exception as e:  # zstd.ZstdError
+            raise DecodeFailed(e, done, b"".join(out)) from None
 
 
 _FACTORIES: dict[str, Callable[[int | None], Callable[[bytes], bytes]]] = {
