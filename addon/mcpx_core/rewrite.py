@@ -60,10 +60,6 @@ SPLIT_MIN = 16 << 20
 #: Measured (1 MB rewrite-heavy result, a heap of 1,000,000 other objects): 35.1 -> 24.7 ms mean.
 GC_PAUSE_MIN = 256 << 10
 FLOW_KEEP_MAX = 1000
-#: bridges that answer every client POST body themselves and record what they did with it (a body
-#: that does not parse, or holds no JSON-RPC message, included): the records :meth:`Rewriter.request`
-#: holds for such a body are not logged for their sessions (it never reaches the server as it is)
-SELF_RECORDING = frozenset({"legacy-client"})
 
 
 @dataclass
@@ -159,6 +155,11 @@ class Rewriter:
         #: revisions and eras (mcpx_bridge); off: only downgrade where both legs agree
         self.era = EraCache()
         self.bridging = True
+        #: names of the bridges that answer every client POST body themselves and record what they did
+        #: with it (a body that does not parse, or holds no JSON-RPC message, included; their class says
+        #: ``records_every_body``): the records :meth:`request` holds for such a body are not logged for
+        #: their sessions (it never reaches the server as it is)
+        self.self_recording: frozenset[str] = frozenset()
         self.policy = policy
         self.options = options or {}
         self.on_changes = on_changes
@@ -304,7 +305,7 @@ class Rewriter:
             case Session():
                 exch.session = found
                 if found.bridge and self.bridging:
-                    if found.bridge not in SELF_RECORDING:
+                    if found.bridge not in self.self_recording:
                         self._say(exch, held)
                     return Bridge(found.bridge)
             case None:

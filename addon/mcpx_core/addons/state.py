@@ -97,6 +97,7 @@ class State:
         self.answers = AnswerStreams()
         self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter, self.answers)}
         self.bridges[LegacyClientBridge.name] = LegacyClientBridge(self)
+        self.rewriter.self_recording = frozenset(n for n, b in self.bridges.items() if getattr(b, "records_every_body", False))
         #: SSE polling for clients older than 2025-11-25 (bridge/resume.py, mcpx_sse_resume); it learns
         #: which servers poll from the priming events the SSE rewriting sees
         self.resume = Resumer(self.rewriter, self.sender, self.answers)

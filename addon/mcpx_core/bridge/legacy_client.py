@@ -137,6 +137,8 @@ class LegacyClientBridge:
     """``State.bridges["legacy-client"]``: serves every flow of a session whose token names it."""
 
     name = NAME
+    #: it records what it does with every client POST body (Rewriter.self_recording)
+    records_every_body = True
 
     def __init__(self, state: Any):
         self.state = state
