@@ -360,10 +360,19 @@ class SessionTracker:
             if other is None or other.uid not in self._lru:
                 self._put(upstream_id, s)
 
-    def accepted(self, s: Session) -> None:
-        """The server accepted the ``initialize`` that started ``s``: the keys it took are its own (the
-        sessions it displaced are no longer held through it)."""
-        s.displaced.clear()
+    def settle(self, s: Session, status: int, upstream_id: str | None = None) -> bool:
+        """The server answered the ``initialize`` that started ``s`` with HTTP ``status``: accepted when
+        the status is 2xx and a server revision was learnt from the answer (``s.server_rev``), then the
+        keys ``s`` took are its own (the sessions it displaced are no longer held through it); anything
+        else (an HTTP error, a JSON-RPC error, an answer mcpx could not read) :meth:`abandon`\ s ``s``,
+        with ``upstream_id``, the ``Mcp-Session-Id`` of that answer. Returns whether it was accepted.
+        Called once per initialize, whoever sent it (mcpx sealing a session, or the client's own
+        forwarded as it is)."""
+        if 200 <= status < 300 and s.server_rev is not None:
+            s.displaced.clear()
+            return True
+        self.abandon(s, upstream_id)
+        return False
 
     def drop(self, key: str) -> None:
         s = self._alias.get(key)

@@ -217,12 +217,8 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
     got.body = body if body is not original else None
     # an initialize the server did not accept (an HTTP error, a JSON-RPC error, an answer mcpx could not
     # read: no server revision learnt) starts no session: nothing sealed, nothing bound to the connection
-    failed = exch.session is not None and (not 200 <= reply.status < 300 or exch.session.server_rev is None)
+    failed = exch.session is not None and not st.tracker.settle(exch.session, reply.status, reply.headers.get(SESSION_HEADER))
     token = None if failed else st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
-    if failed:
-        st.tracker.abandon(exch.session, reply.headers.get(SESSION_HEADER))
-    elif exch.session is not None:
-        st.tracker.accepted(exch.session)
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in hop]
     if token:
         headers.append(("Mcp-Session-Id", token))

@@ -87,12 +87,9 @@ class ServerResponses:
                     st.rewriter.passthrough(exch, "s2c", f"internal error: {type(e).__name__}: {e}")
                 s = exch.session
                 if exch.initialize is not None and not exch.answered and s is not None:
-                    if not 200 <= flow.response.status_code < 300 or s.server_rev is None:
-                        # an initialize forwarded as it is (a batch, an unsealed session) that the server did not
-                        # accept: no session stays bound to the connection (as for one mcpx sends, actions.mint_session)
-                        st.tracker.abandon(s, flow.response.headers.get(SESSION_HEADER))
-                    else:
-                        st.tracker.accepted(s)
+                    # an initialize forwarded as it is (a batch, an unsealed session): settled as one mcpx
+                    # sends (actions.mint_session); refused, no session stays bound to the connection
+                    st.tracker.settle(s, flow.response.status_code, flow.response.headers.get(SESSION_HEADER))
             st.annotate(flow, exch)
         finally:
             st.done(flow)

@@ -330,7 +330,7 @@ class Relay:
             pass
         except Exception as e:  # never lose the client's answer silently: an error answer, or the stream ends
             logger.exception("mcpx: SSE relay failed")
-            record(self.owner.rewriter, self.exch, "passthrough", f"SSE relay failed: {type(e).__name__}: {e}")
+            self._record("passthrough", f"SSE relay failed: {type(e).__name__}: {e}")
             if not self.stream.head.done():
                 self._error(f"mcpx relay failed: {type(e).__name__}")
         finally:
@@ -338,8 +338,8 @@ class Relay:
                 self._error("mcpx relay ended without an answer")
             if self.broke is not None and not self.stream.closed:
                 # as the server's answer ended, the client's does: broken off, never a truncated body that looks whole
-                fail(self.owner.rewriter, self.exch, f"relayed request: the server's answer broke off after its head: "
-                                                     f"{self.broke}; the client's answer is broken off there too")
+                self._fail(f"relayed request: the server's answer broke off after its head: "
+                           f"{self.broke}; the client's answer is broken off there too")
                 self.stream.abort()
             self.stream.close()
 
@@ -358,7 +358,7 @@ class Relay:
         except upstream.UpstreamError as e:
             if not self.streaming and not self.raw:  # no answer at all: the client gets a JSON-RPC error, as from a bridge
                 logger.warning(f"mcpx: relayed request: the server did not answer: {e.reason}")
-                record(self.owner.rewriter, self.exch, "passthrough", f"relayed request: upstream request failed: {e.reason}")
+                self._record("passthrough", f"relayed request: upstream request failed: {e.reason}")
                 self._error(f"mcpx could not reach the server: {e.reason}")
                 return
             reply = None  # the stream broke off: as when it ends (resumed if it can be), else broken off (run)
@@ -373,7 +373,7 @@ class Relay:
                 # truncated body given as whole; the client gets a JSON-RPC error, as when the server is not reached
                 why = reply.flow.error.msg
                 logger.warning(f"mcpx: relayed request: the server's answer broke off: {why}")
-                record(self.owner.rewriter, self.exch, "passthrough", f"relayed request: the server's answer broke off: {why}")
+                self._record("passthrough", f"relayed request: the server's answer broke off: {why}")
                 self._error(f"mcpx: the server's answer broke off: {why}")
                 return
             r = reply.flow.response
@@ -427,11 +427,15 @@ class Relay:
                 return
 
     def _record(self, action: str, detail: str) -> None:
+        """One ``TR-sse-priming-polling`` record (see :func:`record`) under :attr:`rid`."""
         record(self.owner.rewriter, self.exch, action, detail, self.rid)
 
     def _fail(self, detail: str) -> None:
+        """The answer will not come (a resume that could not be made, an answer broken off): kept as
+        :attr:`ended`, one ``passthrough`` record and one warning line."""
         self.ended = detail
-        fail(self.owner.rewriter, self.exch, detail, self.rid)
+        logger.warning(f"mcpx: SSE polling: {detail}")
+        self._record("passthrough", detail)
 
     async def _get(self, last: str) -> str | None:
         """The resuming GET after event ``last``; its events go to the client's stream. None: it
@@ -508,8 +512,3 @@ def record(rw, exch: Exchange, action: str, detail: str, rid: Any = None) -> Non
               s.server_rev if s else None, s.client_leg if s else None,
               msg={"id": rid} if rid is not None else None, method=exch.request_ids.get(rid) if rid is not None else None)
 
-
-def fail(rw, exch: Exchange, detail: str, rid: Any = None) -> None:
-    """A resume that could not be made: one passthrough record (under ``rid``, see :func:`record`) and one warning line."""
-    logger.warning(f"mcpx: SSE polling: {detail}")
-    record(rw, exch, "passthrough", detail, rid)
