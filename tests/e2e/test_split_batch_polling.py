@@ -30,6 +30,8 @@ class Polling(ScriptedMcpHandler):
     REVISION = NEW
     SESSION = "poll-batch-1"
     seen: list = []
+    #: the GET is answered 405 (a server that polls but cannot resume)
+    refuse_get = False
 
     def answer(self, body):
         self.seen.append(("POST", body.get("id"), None))
@@ -47,7 +49,7 @@ class Polling(ScriptedMcpHandler):
     def do_GET(self):
         last = self.headers.get("last-event-id")
         self.seen.append(("GET", self.headers.get("mcp-session-id"), last))
-        if last != "e1":
+        if last != "e1" or self.refuse_get:
             self.send_response(405)
             self.send_header("content-length", "0")
             self.end_headers()
@@ -60,7 +62,9 @@ class Polling(ScriptedMcpHandler):
 
 @pytest.fixture
 def server():
+    Polling.refuse_get = False
     yield from serve(Polling, "seen")
+    Polling.refuse_get = False
 
 
 def calls() -> list:
@@ -76,6 +80,10 @@ def run(server, tmp_path, mode: str):
         out = px.output()
     records = [(r["jsonrpc_id"], r["action"], r["rule"], r["detail"]) for r in px.session_changes(c.session)
                if r["direction"] == "s2c" and r["method"] != "initialize"]
+    batch = [f for f in px.flows() if (f.metadata.get("mcpx") or {}).get("origin") != "mcpx"
+             and f.request.content.startswith(b"[")]
+    assert len(batch) == 1
+    run.relay = batch[0].metadata["mcpx"].get("relay")
     return status, body, records, out
 
 
@@ -95,6 +103,31 @@ def test_a_member_whose_stream_closes_early_is_resumed(server, tmp_path, mode):
     resumed = (1, "rewrite", RULE, "the server closed the SSE stream after event e1 before the answer: resumed by mcpx with GET "
                "and Last-Event-ID after 0 ms (retry); the split batch's answer waits for it")
     assert sorted(records, key=repr) == sorted([resumed, PRIMING_DROP], key=repr)
+    # the batch's flow lists the member resumed, for mitmweb and flow files
+    assert run.relay == {"server": f"http://127.0.0.1:{server}/mcp", "members": [{"id": 1, "resumed_after": ["e1"]}]}
+
+
+def test_a_member_whose_resume_is_refused_is_answered_32603_and_its_record_says_so(server, tmp_path):
+    """The GET is answered 405: the member gets -32603 in the batch's answer, and the failure record
+    says so (before: "the client's stream ends without the answer", which is not what a split batch does)."""
+    Polling.refuse_get = True
+    status, body, records, out = run(server, tmp_path, "always")
+    why = ("the server closed the SSE stream after event e1 before the answer and mcpx could not resume it: "
+           "the GET with Last-Event-ID e1 was answered HTTP 405 (no content-type), not an SSE stream; "
+           "the member is answered -32603 in the batch's answer")
+    assert status == 200
+    assert json.loads(body) == [
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "mcpx: the server answered this batch member with HTTP 200 "
+                                              f"(text/event-stream), which mcpx could not read as its answer: {why}"}},
+        json.loads(RESULT2)]
+    assert Polling.seen == [("POST", None, None), ("POST", 1, None), ("GET", "poll-batch-1", "e1"), ("POST", 2, None)]
+    tried = (1, "rewrite", RULE, "the server closed the SSE stream after event e1 before the answer: resumed by mcpx with GET "
+             "and Last-Event-ID after 0 ms (retry); the split batch's answer waits for it")
+    assert sorted(records, key=repr) == sorted([PRIMING_DROP, tried, (1, "passthrough", RULE, why), (
+        1, "answer-locally", "RPC-batch-request",
+        f"batch member id=1: HTTP 200 (text/event-stream), {why}: answered -32603 in the batch response")], key=repr)
+    assert f"mcpx: SSE polling: {why}" in out
+    assert run.relay == {"server": f"http://127.0.0.1:{server}/mcp", "members": [{"id": 1, "resumed_after": ["e1"]}]}
 
 
 def test_with_resume_off_the_member_error_says_why(server, tmp_path):
@@ -110,3 +143,4 @@ def test_with_resume_off_the_member_error_says_why(server, tmp_path):
     assert Polling.seen == [("POST", None, None), ("POST", 1, None), ("POST", 2, None)]
     assert sorted(records, key=repr) == sorted([PRIMING_DROP, (1, "answer-locally", "RPC-batch-request",
                                                 f"batch member id=1: HTTP 200 (text/event-stream), {why}: answered -32603 in the batch response")], key=repr)
+    assert run.relay is None

@@ -43,7 +43,9 @@ one ``passthrough`` record and one line.
 
 The relayed flow shows this endpoint as its server in mitmweb, with a comment saying it was relayed;
 ``flow.metadata["mcpx"]["relay"]`` holds ``{"server": <the server's URL>, "resumed_after": [<event
-id of each resume>]}``. mcpx's own POST and GETs are flows of their own (``sent by mcpx``).
+id of each resume>]}``; a split batch's flow, whose members are resumed in place, ``{"server": <URL>,
+"members": [{"id": <member's request id>, "resumed_after": [...]}]}`` (members resumed at least
+once). mcpx's own POST and GETs are flows of their own (``sent by mcpx``).
 """
 
 from __future__ import annotations
@@ -161,6 +163,8 @@ class Resumer:
         relay = Relay(self, flow, exch, url, headers, body, max_event, rid=rid)
         relay.stream = _Collected()
         relay.holder = "the split batch's answer waits for it"
+        relay.without = "the member is answered -32603 in the batch's answer"
+        relay.as_ended = "the batch's answer holds the member's events as the server ended them"
         relay.streaming = True
         relay._on_chunk(answer)
         if self.mode == "off":
@@ -173,6 +177,9 @@ class Resumer:
         await relay.resume_while_closed()
         if not relay.meta["resumed_after"]:
             return answer, relay.ended
+        # the batch's flow lists each member resumed: {"server": url, "members": [{"id", "resumed_after"}]}
+        meta = flow.metadata.setdefault("mcpx", {}).setdefault("relay", {"server": url, "members": []})
+        meta["members"].append({"id": rid, "resumed_after": relay.meta["resumed_after"]})
         return b"".join(relay.stream.chunks), relay.ended
 
     # -- a call that was not relayed ---------------------------------------------------------
@@ -214,6 +221,9 @@ class Relay:
         #: what a resume record says of the client's side meanwhile
         s = exch.session
         self.holder = f"the {s.client_leg if s else '?'} client's stream stays open"
+        #: what a failure record says of the client's side: without the answer; as the server ended it
+        self.without = "the client's stream ends without the answer"
+        self.as_ended = "the client's stream ends as the server ended it"
         #: why the answer did not come, once a resume failed or was not made (:meth:`_fail`)
         self.ended: str | None = None
         self.url, self.headers, self.body = url, headers, body
@@ -398,17 +408,17 @@ class Relay:
             if last == self.resumed_from:
                 self.stream.put(tail)
                 self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
-                       f"resume it: the resumed stream ended with no newer event; the client's stream ends without the answer")
+                       f"resume it: the resumed stream ended with no newer event; {self.without}")
                 return
             if inside:
                 self._fail(f"the server closed the SSE stream after event {last} before the answer, inside an event larger "
-                       f"than mcpx_max_body: not resumed; the client's stream ends without the answer")
+                       f"than mcpx_max_body: not resumed; {self.without}")
                 return
             if self.unread:
                 self.stream.put(tail)
                 self._fail("the server closed the SSE stream after an event larger than mcpx_max_body, which mcpx "
                        "cannot read and which may hold the answer: not resumed (the server could send that event "
-                       "again); the client's stream ends as the server ended it")
+                       f"again); {self.as_ended}")
                 return
             retry = min(self.retry or 0, RETRY_CAP_MS)
             cut = f"; the {len(tail)} bytes of an unfinished event after it not delivered (the server sends it again)" if tail else ""
@@ -423,7 +433,7 @@ class Relay:
             why = await self._get(last)
             if why is not None:
                 self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
-                       f"resume it: {why}; the client's stream ends without the answer")
+                       f"resume it: {why}; {self.without}")
                 return
 
     def _record(self, action: str, detail: str) -> None:
