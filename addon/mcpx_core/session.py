@@ -301,6 +301,9 @@ class SessionTracker:
         session the server's id makes too long to seal: ``s.unsealed`` says so)."""
         s.upstream_id = upstream_id or None
         if upstream_id:
+            before = self._alias.get(upstream_id)
+            if before is not None and before is not s:  # held until settled: a refused initialize gives it back
+                s.displaced.setdefault(upstream_id, before)
             if not s.sealed and s.key != upstream_id:  # an unsealed session is known by the server's id
                 self._unalias(s.key, s)
                 s.key = upstream_id
@@ -364,7 +367,7 @@ class SessionTracker:
         """The server answered the ``initialize`` that started ``s`` with HTTP ``status``: accepted when
         the status is 2xx and a server revision was learnt from the answer (``s.server_rev``), then the
         keys ``s`` took are its own (the sessions it displaced are no longer held through it); anything
-        else (an HTTP error, a JSON-RPC error, an answer mcpx could not read) :meth:`abandon`\ s ``s``,
+        else (an HTTP error, a JSON-RPC error, an answer mcpx could not read) is given to :meth:`abandon`,
         with ``upstream_id``, the ``Mcp-Session-Id`` of that answer. Returns whether it was accepted.
         Called once per initialize, whoever sent it (mcpx sealing a session, or the client's own
         forwarded as it is)."""

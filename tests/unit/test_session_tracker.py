@@ -39,3 +39,45 @@ def test_expire_counts_the_sessions_it_forgets():
         s.last_seen = time.monotonic() - 60
     store.get("c")
     assert store.expire() == 2 and len(store) == 1
+
+
+def _live(store: SessionTracker, upstream_id: str):
+    a = store.start({"protocolVersion": "2025-03-26", "clientInfo": {"name": "c"}}, "conn:1", client_keys=("host:h",))
+    a.server_rev = "2025-03-26"
+    store.learn(a, upstream_id, seal=False)
+    assert store.settle(a, 200, upstream_id)
+    return a
+
+
+def test_an_initialize_refused_with_a_live_sessions_server_id_leaves_that_id_to_the_live_session():
+    """A server that answers a second initialize (forwarded as it is, e.g. in a batch) with an error
+    and the id of the session it keeps: the id was learnt for the new session before the answer was
+    judged; refused (:meth:`SessionTracker.settle`), the id and the client's keys go back to the live one."""
+    store = SessionTracker()
+    a = _live(store, "srv-1")
+    b = store.start({"protocolVersion": "2025-03-26", "clientInfo": {"name": "c"}}, "conn:2", client_keys=("host:h",))
+    store.learn(b, "srv-1", seal=False)  # no server revision learnt: the answer was a JSON-RPC error
+    assert store.get("srv-1") is b
+    assert store.settle(b, 200, "srv-1") is False
+    assert store.get("srv-1") is a and store.get("host:h") is a and store.get("conn:2") is None
+    assert b.displaced == {}
+
+
+def test_an_accepted_initialize_keeps_the_keys_it_took():
+    store = SessionTracker()
+    a = _live(store, "srv-1")
+    b = store.start({"protocolVersion": "2025-03-26", "clientInfo": {"name": "c"}}, "conn:2", client_keys=("host:h",))
+    b.server_rev = "2025-03-26"
+    store.learn(b, "srv-2", seal=False)
+    assert store.settle(b, 200, "srv-2") is True
+    assert store.get("srv-2") is b and store.get("host:h") is b and store.get("srv-1") is a
+    assert b.displaced == {}
+
+
+def test_an_initialize_refused_with_http_400_is_abandoned_under_every_key_but_the_servers_id():
+    store = SessionTracker()
+    b = store.start({"protocolVersion": "2025-03-26", "clientInfo": {"name": "c"}}, "conn:2", client_keys=("host:h",))
+    b.server_rev = "2025-03-26"
+    assert store.settle(b, 400, "srv-9") is False
+    assert store.get("conn:2") is None and store.get("host:h") is None
+    assert store.get("srv-9") is b and b.upstream_id == "srv-9" and b.token is None
