@@ -61,9 +61,12 @@ class FlowUpstream:
                    on_chunk=None, stop=None, timeout: float = 600.0, client_headers: bool = False, detached: bool = False):
         """``client_headers``: also the client's other end-to-end headers (a custom API key, say),
         but never its MCP session and routing headers. ``detached``: the flow may have ended
-        (:meth:`upstream.Sender.available`)."""
+        (:meth:`upstream.Sender.available`). A request other than a POST and without a body (the
+        GET that resumes a call's stream, a listen's GET, a DELETE) has no ``Content-Type``."""
         from ..bridge import Reply
         out = self.sender.headers_for(self.flow, headers, on_behalf=True)
+        if method != "POST" and not body and "content-type" not in {k.lower() for k in headers}:
+            out.pop("content-type", None)
         if self.host:
             out["host"] = self.host
         if client_headers:
