@@ -294,3 +294,27 @@ def test_the_resuming_get_carries_the_servers_session_and_revision(faulty, tmp_p
     assert (st, body) == (200, sse_answer(orjson.dumps(PROGRESS), orjson.dumps(PROGRESS), complete(9)))
     assert gets(Faulty.seen) == [get_headers("ev-2"), get_headers("ev-3")]
 
+
+def failed(why) -> str:
+    return f"the server closed the call's SSE stream after event ev-2 without its answer and mcpx could not resume it: {why}"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("get-405", "the GET with Last-Event-ID ev-2 was answered HTTP 405 (no content-type), not an SSE stream"),
+    ("get-gone", "the GET with Last-Event-ID ev-2 failed: server closed connection"),
+    ("no-newer", "the resumed stream ended with no newer event"),
+])
+def test_a_resume_that_fails_ends_the_call_with_why(faulty, tmp_path, name, why):
+    """The resuming GET refused (405), its connection closed with no answer, or a resumed stream that
+    ends with no newer event id (not resumed again: that would loop): the client gets the events that
+    came and a -32603 saying why, at once; one passthrough record (the rule's), one warning line. Before:
+    a -32603 "the server ended the call without an answer" and a record that did not say why, no line."""
+    with Proxy(f"http://127.0.0.1:{faulty}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:
+        st, h, body = call_tool(px, 9, name)
+        recs = polling_records(px)
+        out = px.output()
+    error = {"jsonrpc": "2.0", "id": 9, "error": {"code": -32603, "message": f"mcpx: {failed(why)}"}}
+    assert (st, h["content-type"], body) == (200, "text/event-stream", sse_answer(orjson.dumps(PROGRESS), orjson.dumps(error)))
+    assert [h["last-event-id"] for h in gets(Faulty.seen)] == ["ev-2"]
+    assert recs == [resumed("ev-2"), ("passthrough", RULE, f"{failed(why)}; the call ends with -32603")]
+    assert out.count(f"mcpx: SSE polling: {failed(why)}; the call ends with -32603") == 1
