@@ -151,8 +151,6 @@ def test_an_answer_event_larger_than_max_body_then_a_close_is_delivered_once(big
 RULE = "TR-sse-priming-polling"
 PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1, "total": 2}}
 PROGRESS_EVENT = b"event: message\ndata: " + orjson.dumps(PROGRESS) + b"\n\n"
-#: what the 2026-07-28 client gets of the progress notification (in its answer's SSE body)
-PROGRESS_OUT = b"event: message\ndata: " + orjson.dumps(PROGRESS) + b"\n\n"
 
 
 def polled(rid) -> bytes:
@@ -269,11 +267,13 @@ def complete(rid) -> bytes:
                                                                  "resultType": "complete"}})
 
 
-@pytest.mark.parametrize("name", ["twice", "bom"])
+@pytest.mark.parametrize("name", ["twice", "bom", "get-broken", "post-broken"])
 def test_a_call_resumed_until_its_answer(faulty, tmp_path, name):
     """Resumed again after each close that follows a newer event id (a clean end, or the connection
-    broken off after the stream's head: 2025-11-25 transports.mdx:112-115, a disconnection is not a
-    cancellation); a resumed stream's BOM is no part of an event."""
+    broken off after the stream's head: 2025-11-25 basic/transports.mdx, "Sending Messages to the
+    Server" 6: a disconnection is not a cancellation); a resumed stream's BOM is no part of an event.
+    Before, a stream broken off was never resumed: nothing ended the call, and the client waited
+    (600 s, then -32603)."""
     with Proxy(f"http://127.0.0.1:{faulty}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:
         st, h, body = call_tool(px, 9, name)
         recs = polling_records(px)
@@ -285,8 +285,8 @@ def test_a_call_resumed_until_its_answer(faulty, tmp_path, name):
 
 
 def test_the_resuming_get_carries_the_servers_session_and_revision(faulty, tmp_path):
-    """The GET that resumes the call (2025-11-25 transports.mdx:187-189: ``Last-Event-ID``;
-    :154-156 the session id; the revision header) carries the server's own ``Mcp-Session-Id``,
+    """The GET that resumes the call (2025-11-25 basic/transports.mdx:187: ``Last-Event-ID``; its
+    "Session Management" 2 and "Protocol Version Header") carries the server's own ``Mcp-Session-Id``,
     ``MCP-Protocol-Version: 2025-11-25``, ``Accept: text/event-stream`` and the client's credentials
     (the call's own server), and no ``Content-Type``: it has no body (before: ``application/json``)."""
     with Proxy(f"http://127.0.0.1:{faulty}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:

@@ -432,10 +432,14 @@ class Client2026Bridge:
             stream["parser"] = SSEParser()
             headers = {**self._headers(up), "accept": "text/event-stream", "last-event-id": last}
             resumed: asyncio.Future = asyncio.get_running_loop().create_future()
+
+            def got(chunk: bytes) -> None:
+                on_chunk(chunk)
+                if not resumed.done():
+                    resumed.set_result(True)
             try:
                 reply = await upstream.send(b"", headers, f"GET resuming {method} after event {last}, for a 2026-07-28 client",
-                                            method="GET", on_chunk=lambda c: (on_chunk(c), resumed.done() or resumed.set_result(True)),
-                                            stop=resumed)
+                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""))
             except Exception as e:  # no answer to the GET: the call ends, its -32603 says why
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
@@ -445,8 +449,10 @@ class Client2026Bridge:
                 end(f"the GET with Last-Event-ID {last} was answered HTTP {reply.status} ({ctype or 'no content-type'}), "
                     "not an SSE stream")
 
+        # a stream broken off (a connection error) ends as one the server closed: resumed when it can be
+        # (2025-11-25 basic/transports.mdx, "Sending Messages to the Server" 6: a disconnection is no cancellation)
         reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
-                                    on_chunk=on_chunk, stop=first)
+                                    on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""))
         held.flow_id, held.via = reply.flow_id, upstream
         if reply.status == 404 and up.session.upstream_id and again:
             # the server no longer knows the upstream session (restarted, expired): a new one, and once more
