@@ -159,8 +159,8 @@ def polled(rid) -> bytes:
 
 class Faulty(ScriptedMcpHandler):
     """A 2025-11-25 server that polls (it stands in for one: the faults need a server that fails on
-    cue). Every ``tools/call`` gets a priming event (``ev-1``, ``retry: 0``) and a progress
-    notification (``ev-2``); then, by tool name:
+    cue). Every ``tools/call`` gets a priming event (``ev-1``, ``retry: 0``; ``wait-long``: ``retry:
+    3600000``, an hour) and a progress notification (``ev-2``); then, by tool name:
 
     - ``get-405``, ``get-gone``, ``no-newer``, ``twice``, ``bom``, ``get-broken``: the stream ends
       (cleanly); ``post-broken``: the connection closes without the stream's last chunk (broken off).
@@ -191,7 +191,7 @@ class Faulty(ScriptedMcpHandler):
         name = body["params"]["name"]
         self.calls.append((name, body["id"]))
         self.start_sse()
-        self.chunk(b"id: ev-1\nretry: 0\ndata: \n\n")
+        self.chunk(b"id: ev-1\nretry: %s\ndata: \n\n" % (b"3600000" if name == "wait-long" else b"0"))
         self.chunk(b"id: ev-2\n" + PROGRESS_EVENT)
         if name != "post-broken":
             self.chunk(b"")
@@ -228,9 +228,9 @@ def faulty():
     yield from serve(Faulty, "seen", "calls")
 
 
-def call_tool(px, rid, name) -> tuple[int, dict, bytes]:
-    """``name`` called by a raw 2026-07-28 client (15 s at most: mcpx must not hang)."""
-    c = Client(px.port, timeout=15)
+def call_tool(px, rid, name, timeout: float = 15) -> tuple[int, dict, bytes]:
+    """``name`` called by a raw 2026-07-28 client (``timeout`` s at most: mcpx must not hang)."""
+    c = Client(px.port, timeout=timeout)
     call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": META}}
     try:
         return c.post(call, {"mcp-protocol-version": NEW, "mcp-method": "tools/call", "mcp-name": name, "authorization": "Bearer t"})
@@ -318,3 +318,16 @@ def test_a_resume_that_fails_ends_the_call_with_why(faulty, tmp_path, name, why)
     assert [h["last-event-id"] for h in gets(Faulty.seen)] == ["ev-2"]
     assert recs == [resumed("ev-2"), ("passthrough", RULE, f"{failed(why)}; the call ends with -32603")]
     assert out.count(f"mcpx: SSE polling: {failed(why)}; the call ends with -32603") == 1
+
+
+def test_a_retry_longer_than_the_cap_is_waited_60_s_and_the_record_says_so(faulty, tmp_path):
+    """``retry: 3600000`` (an hour): mcpx waits 60 s at most before the resuming GET (RETRY_CAP_MS, as
+    resume.py), and its record says that it does (before: "(retry 3600000 ms)", as if it waited an
+    hour). The client gives up after 3 s: no GET was sent by then."""
+    with Proxy(f"http://127.0.0.1:{faulty}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:
+        with pytest.raises(TimeoutError):
+            call_tool(px, 9, "wait-long", timeout=3)
+        recs = polling_records(px)
+    assert gets(Faulty.seen) == []
+    assert recs == [("bridge", RULE, "the server closed the call's SSE stream after event ev-2 without its answer: resumed with "
+                                     "GET and Last-Event-ID (retry 3600000 ms, capped at 60000 ms)")]

@@ -424,9 +424,10 @@ class Client2026Bridge:
                 first.set_result(True)
 
         async def resume(last: str, retry_ms: int) -> None:
+            capped = f", capped at {RETRY_CAP_MS} ms" if retry_ms > RETRY_CAP_MS else ""
             self.rw.record(exch, [Change(pointer="", action="bridge", rule=PRIMING_RULE,
                                          detail=f"the server closed the call's SSE stream after event {last} without its answer: "
-                                                f"resumed with GET and Last-Event-ID (retry {retry_ms} ms)")],
+                                                f"resumed with GET and Last-Event-ID (retry {retry_ms} ms{capped})")],
                            "s2c", up.session.server_rev, LATEST)
             await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
             stream["parser"] = SSEParser()
