@@ -62,8 +62,9 @@ class FlowUpstream:
                    on_broken=None):
         """``client_headers``: also the client's other end-to-end headers (a custom API key, say),
         but never its MCP session and routing headers. ``detached``: the flow may have ended
-        (:meth:`upstream.Sender.available`). A request other than a POST and without a body (the
-        GET that resumes a call's stream, a listen's GET, a DELETE) has no ``Content-Type``."""
+        (:meth:`upstream.Sender.available`); ``on_broken``: as :meth:`upstream.Sender.send`'s. A
+        request other than a POST and without a body (the GET that resumes a call's stream, a
+        listen's GET, a DELETE) has no ``Content-Type``."""
         from ..bridge import Reply
         out = self.sender.headers_for(self.flow, headers, on_behalf=True)
         if method != "POST" and not body and "content-type" not in {k.lower() for k in headers}:

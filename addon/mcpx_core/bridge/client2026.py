@@ -20,7 +20,14 @@ upgrade direction), and sends every request of that client on it. What each meth
   requests and gets the call's final result, or the next round. A ``ping`` the server sends is
   answered ``{}``, any other request -32601 (``MRTR-bridge-legacy-server``). Progress and other
   notifications of the call reach the client before its result, in the answer's SSE body (the
-  answer is written when the call ends or asks for input: not streamed as it comes).
+  answer is written when the call ends or asks for input: not streamed as it comes). A server that
+  closes the call's SSE stream after an event id and before the answer (SSE polling,
+  ``TR-sse-priming-polling``, 2025-11-25 basic/transports.mdx:107-115), or whose stream breaks off
+  there, is resumed by mcpx: ``GET`` with ``Last-Event-ID``, the server's session id and revision,
+  after its ``retry`` (milliseconds, at most ``resume.RETRY_CAP_MS``), again after each close that
+  follows a newer id (a ``bridge`` record each); a resume that fails (the GET not answered with an
+  SSE stream, or a resumed stream with no newer id) ends the call with -32603 saying why, one
+  ``passthrough`` record and one warning line.
 - ``subscriptions/listen`` (``SUB-listen``, ``TR-get-stream``): the client's POST becomes the
   upstream session's GET stream (``resources/subscribe`` first for the URIs it asks for); the first
   event the client gets is the ``notifications/subscriptions/acknowledged`` for what the server can
