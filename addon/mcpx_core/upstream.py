@@ -78,8 +78,12 @@ class _Own:
     #: called once with the response as soon as its headers came, and whether its body streams to
     #: ``on_chunk`` (a ``text/event-stream`` answer mcpx can decode) or comes whole with the reply
     on_head: Callable[[http.Response, bool], None] | None = None
+    #: called once, with why, when the streamed response's flow ends without its end (see :meth:`Sender.send`)
+    on_broken: Callable[[str], None] | None = None
     received: list[bytes] = field(default_factory=list)
     streamed: bool = False
+    #: the streamed response's end reached ``on_chunk`` (``b""``) or ``on_undecodable``
+    ended: bool = False
     #: the response's bytes as received (encoded), while they fit in :attr:`Sender.keep`
     raw: list[bytes] = field(default_factory=list)
     raw_size: int = 0
@@ -155,7 +159,8 @@ class Sender:
                    *, timeout: float = 60.0, on_chunk: Callable[[bytes], None] | None = None,
                    stop: asyncio.Future | None = None, url: str | None = None,
                    on_undecodable: Callable[[Any, int], None] | None = None, detached: bool = False,
-                   on_head: Callable[[http.Response, bool], None] | None = None) -> Reply:
+                   on_head: Callable[[http.Response, bool], None] | None = None,
+                   on_broken: Callable[[str], None] | None = None) -> Reply:
         """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
 
         ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
@@ -168,7 +173,11 @@ class Sender:
         ``stop``: a future that, once done, ends the wait early (the request runs on in the
         background, up to ``timeout``); ``timeout``: seconds, or None to wait as long as the server
         streams; ``url``: the server's URL when it is not ``parent``'s (a flow redirected since);
-        ``detached``: ``parent`` may have ended (see :meth:`available`). Raises :class:`UpstreamError`.
+        ``detached``: ``parent`` may have ended (see :meth:`available`); ``on_broken``: called once
+        with the reason (mitmproxy's error message) when a response streamed to ``on_chunk`` breaks off
+        (a connection error before its end: the final ``on_chunk(b"")`` never comes), also after
+        ``stop`` ended the wait; never for a request mcpx aborted (:meth:`abort`, ``timeout``).
+        Raises :class:`UpstreamError`.
         """
         if not self.available(parent, detached):
             raise UpstreamError("no live proxy to send through (offline replay)")
@@ -184,7 +193,7 @@ class Sender:
         flow.is_replay = "request"
         flow.metadata["mcpx"] = {"origin": ORIGIN, "purpose": purpose, "for_flow": parent.id}
         flow.comment = f"mcpx: sent by mcpx: {purpose} (for flow {parent.id[:8]})"
-        own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable, on_head=on_head)
+        own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable, on_head=on_head, on_broken=on_broken)
         handler = ReplayHandler(flow, ctx.options)
         task = asyncio.get_running_loop().create_task(handler.replay())
         own.handler, own.task = handler, task
@@ -199,7 +208,12 @@ class Sender:
             raise UpstreamError(f"no response within {timeout:g} s")
         if task not in done:  # stopped early: the rest streams on in the background
             self.background.add(task)
-            task.add_done_callback(lambda t: (self.background.discard(t), self.own.pop(flow.id, None)))
+
+            def finished(t: asyncio.Task) -> None:
+                self.background.discard(t)
+                if self.own.pop(flow.id, None) is own:  # (not aborted: an abort forgets it first)
+                    self._broken(flow, own)
+            task.add_done_callback(finished)
             loop = asyncio.get_running_loop()
             loop.call_later(timeout, lambda: None if task.done() else self._abort(handler, task, flow.id))
             return self._reply(flow, own)
@@ -208,7 +222,19 @@ class Sender:
             raise UpstreamError(f"{type(task.exception()).__name__}: {task.exception()}")
         if flow.response is None:
             raise UpstreamError(flow.error.msg if flow.error else "no response")
+        self._broken(flow, own)
         return self._reply(flow, own)
+
+    @staticmethod
+    def _broken(flow: http.HTTPFlow, own: _Own) -> None:
+        """``own.on_broken`` when its streamed response ended without its end (``on_chunk(b"")``)."""
+        if own.on_broken is None or not own.streamed or own.ended:
+            return
+        own.ended = True
+        try:
+            own.on_broken(flow.error.msg if flow.error else "the stream ended before its end")
+        except Exception as e:  # a callback must never break mitmproxy's flow
+            logger.warning(f"mcpx: own request broken-stream handler failed: {type(e).__name__}: {e}")
 
     def _reply(self, flow: http.HTTPFlow, own: _Own) -> Reply:
         resp = flow.response
@@ -314,6 +340,7 @@ class Sender:
                 state["failed"] = True
                 at = state["compressed"] + f.at
                 logger.info(f"mcpx: own request's SSE answer does not decode from compressed byte {at} on ({f})")
+                own.ended = True
                 try:
                     if f.partial:
                         own.received.append(f.partial)
@@ -333,6 +360,7 @@ class Sender:
                 except Exception as e:  # a callback must never break mitmproxy's stream
                     logger.warning(f"mcpx: own request stream handler failed: {type(e).__name__}: {e}")
             elif data == b"":
+                own.ended = True
                 try:
                     own.on_chunk(b"")  # type: ignore[misc]
                 except Exception:

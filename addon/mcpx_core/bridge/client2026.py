@@ -20,7 +20,14 @@ upgrade direction), and sends every request of that client on it. What each meth
   requests and gets the call's final result, or the next round. A ``ping`` the server sends is
   answered ``{}``, any other request -32601 (``MRTR-bridge-legacy-server``). Progress and other
   notifications of the call reach the client before its result, in the answer's SSE body (the
-  answer is written when the call ends or asks for input: not streamed as it comes).
+  answer is written when the call ends or asks for input: not streamed as it comes). A server that
+  closes the call's SSE stream after an event id and before the answer (SSE polling,
+  ``TR-sse-priming-polling``, 2025-11-25 basic/transports.mdx:107-115), or whose stream breaks off
+  there, is resumed by mcpx: ``GET`` with ``Last-Event-ID``, the server's session id and revision,
+  after its ``retry`` (milliseconds, at most ``resume.RETRY_CAP_MS``), again after each close that
+  follows a newer id (a ``bridge`` record each); a resume that fails (the GET not answered with an
+  SSE stream, or a resumed stream with no newer id) ends the call with -32603 saying why, one
+  ``passthrough`` record and one warning line.
 - ``subscriptions/listen`` (``SUB-listen``, ``TR-get-stream``): the client's POST becomes the
   upstream session's GET stream (``resources/subscribe`` first for the URIs it asks for); the first
   event the client gets is the ``notifications/subscriptions/acknowledged`` for what the server can
@@ -58,9 +65,11 @@ from ..changes import Change
 from ..downgrade import classify, downgrade, downgrade_params
 from ..framing import json_body
 from ..framing.sse import SSEParser, json_values
+from ..rewrite import PRIMING_RULE
 from ..session import Session
 from . import Answer, Pass, Reply, Streamed, Upstream
 from .era import first_response
+from .resume import RETRY_CAP_MS, retry_of
 
 logger = logging.getLogger("mcpx")
 
@@ -123,6 +132,8 @@ class Held:
     #: and the Upstream it went through: ended when the round trip is forgotten (:meth:`Client2026Bridge._expire`)
     flow_id: str = ""
     via: Any = None
+    #: why the call's answer will not come: a resume of its SSE stream failed (the client's -32603 says it)
+    ended: str | None = None
 
 
 class Client2026Bridge:
@@ -374,61 +385,82 @@ class Client2026Bridge:
         out_msg = dict(msg, id=minted)
         body = self.rw.c2s_message(exch, out_msg, None) or json_body.dumps(out_msg)
         first: asyncio.Future = asyncio.get_running_loop().create_future()
-        # SSE polling (2025-11-25 transports.mdx:107-110, TR-sse-priming-polling): the server may close
+        # SSE polling (2025-11-25 transports.mdx:107-115, TR-sse-priming-polling): the server may close
         # the call's stream after an event id and before its answer; a 2026-07-28 client cannot resume
         # (no GET, no event ids), so mcpx resumes upstream with GET + Last-Event-ID, after ``retry``
+        # (capped, resume.RETRY_CAP_MS), again after each close that follows a newer id
         stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None}
+
+        def end(why: str | None = None) -> None:
+            """No more of the call comes; ``why``: the resume that failed (the client's -32603 says it)."""
+            if why is not None:
+                held.ended = (f"the server closed the call's SSE stream after event {stream['resumed_from']} without its "
+                              f"answer and mcpx could not resume it: {why}")
+                detail = f"{held.ended}; the call ends with -32603"
+                logger.warning(f"mcpx: SSE polling: {detail}")
+                self.rw.record(exch, [Change(pointer="", action="passthrough", rule=PRIMING_RULE, detail=detail)],
+                               "s2c", up.session.server_rev, LATEST)
+            held.done = True
+            held.queue.put_nowait(None)
 
         def on_chunk(chunk: bytes) -> None:
             parser = stream["parser"]
-            events = parser.feed(chunk) if chunk else parser.close()[0]
+            events = parser.feed(chunk) if chunk else parser.close()[0]  # (a cut event's bytes: sent again after the last id)
             for ev in events:
                 if ev.last_id is not None:
                     stream["last"] = ev.last_id
-                for line, _ in ev.lines:
-                    name, _, value = line.partition(b":")
-                    if name == b"retry" and value.strip().isdigit():
-                        stream["retry"] = int(value.strip())
+                retry = retry_of(ev)
+                if retry is not None:
+                    stream["retry"] = retry
             for value in json_values(events):
                 for m in value if isinstance(value, list) else [value]:
                     if isinstance(m, dict) and m.get("id") == minted and ("result" in m or "error" in m):
                         stream["answered"] = True
                     held.queue.put_nowait(m)
             if chunk == b"":
-                if not stream["answered"] and stream["last"] and stream["last"] != stream["resumed_from"]:
-                    stream["resumed_from"] = stream["last"]
-                    self._tasks.add(asyncio.get_running_loop().create_task(resume(stream["last"], stream["retry"])))
-                    self._tasks = {t for t in self._tasks if not t.done()}
+                last = stream["last"]
+                if stream["answered"] or not last:
+                    end()
+                elif last == stream["resumed_from"]:
+                    end("the resumed stream ended with no newer event")
                 else:
-                    held.done = True
-                    held.queue.put_nowait(None)
+                    stream["resumed_from"] = last
+                    self._tasks.add(asyncio.get_running_loop().create_task(resume(last, stream["retry"])))
+                    self._tasks = {t for t in self._tasks if not t.done()}
             if not first.done():
                 first.set_result(True)
 
         async def resume(last: str, retry_ms: int) -> None:
-            self.rw.record(exch, [Change(pointer="", action="bridge", rule="TR-sse-priming-polling",
+            capped = f", capped at {RETRY_CAP_MS} ms" if retry_ms > RETRY_CAP_MS else ""
+            self.rw.record(exch, [Change(pointer="", action="bridge", rule=PRIMING_RULE,
                                          detail=f"the server closed the call's SSE stream after event {last} without its answer: "
-                                                f"resumed with GET and Last-Event-ID (retry {retry_ms} ms)")],
+                                                f"resumed with GET and Last-Event-ID (retry {retry_ms} ms{capped})")],
                            "s2c", up.session.server_rev, LATEST)
-            await asyncio.sleep(min(retry_ms, 60_000) / 1000)
+            await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
             stream["parser"] = SSEParser()
             headers = {**self._headers(up), "accept": "text/event-stream", "last-event-id": last}
             resumed: asyncio.Future = asyncio.get_running_loop().create_future()
+
+            def got(chunk: bytes) -> None:
+                on_chunk(chunk)
+                if not resumed.done():
+                    resumed.set_result(True)
             try:
                 reply = await upstream.send(b"", headers, f"GET resuming {method} after event {last}, for a 2026-07-28 client",
-                                            method="GET", on_chunk=lambda c: (on_chunk(c), resumed.done() or resumed.set_result(True)),
-                                            stop=resumed)
-            except Exception as e:  # the call ends without an answer: the client is told (passthrough record)
-                logger.info(f"mcpx: resuming {method} after event {last}: {e}")
-                reply = None
-            if reply is not None:
-                held.flow_id = reply.flow_id
-            if reply is None or not reply.headers.get("content-type", "").startswith("text/event-stream"):
-                held.done = True
-                held.queue.put_nowait(None)
+                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""))
+            except Exception as e:  # no answer to the GET: the call ends, its -32603 says why
+                end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
+                return
+            held.flow_id = reply.flow_id
+            if not resumed.done():  # it did not stream (an error status, JSON, an encoding mcpx cannot decode)
+                ctype = reply.headers.get("content-type", "")
+                end(f"the GET with Last-Event-ID {last} was answered HTTP {reply.status} ({ctype or 'no content-type'}), "
+                    "not an SSE stream")
 
+        # a stream broken off (a connection error) ends as one the server closed: resumed when it can be
+        # (2025-11-25 basic/transports.mdx, "Sending Messages to the Server" 6: a disconnection is no cancellation)
         reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
-                                    on_chunk=on_chunk, stop=first)
+                                    on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""))
         held.flow_id, held.via = reply.flow_id, upstream
         if reply.status == 404 and up.session.upstream_id and again:
             # the server no longer knows the upstream session (restarted, expired): a new one, and once more
@@ -533,6 +565,9 @@ class Client2026Bridge:
                            "s2c", s.server_rev, LATEST)
             return self._answer(exch, notes, {"jsonrpc": "2.0", "id": rid, "result": result})
         self.held.pop(held.handle, None)
+        if held.ended is not None:  # a resume that failed: its record and line were made then
+            err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": f"mcpx: {held.ended}"}}
+            return self._answer(exch, notes, err)
         err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "mcpx: the server ended the call without an answer"}}
         self.rw.passthrough(exch, "s2c", "the upstream call ended without an answer")
         return self._answer(exch, notes, err)

@@ -305,12 +305,9 @@ class Relay:
                 continue
             if ev.last_id is not None:
                 self.last = ev.last_id
-            for line, _ in ev.lines:
-                name, _, value = line.partition(b":")
-                if name == b"retry":
-                    value = value[1:] if value[:1] == b" " else value
-                    if value.isdigit():  # WHATWG HTML 9.2.6: ASCII digits only, else ignored
-                        self.retry = int(value)
+            retry = retry_of(ev)
+            if retry is not None:
+                self.retry = retry
             p = ev.payload
             if self.pending and p and (b'"result"' in p or b'"error"' in p):
                 try:
@@ -482,6 +479,19 @@ class Relay:
             status, ctype, _ = self.get_head or (0, "", False)
             return f"the GET with Last-Event-ID {last} was answered HTTP {status} ({ctype or 'no content-type'}), not an SSE stream"
         return None
+
+
+def retry_of(ev: Event) -> int | None:
+    """The last valid ``retry`` field of ``ev`` (milliseconds; WHATWG HTML 9.2.6: ASCII digits only
+    after one optional space, else ignored), or None."""
+    retry = None
+    for line, _ in ev.lines:
+        name, _, value = line.partition(b":")
+        if name == b"retry":
+            value = value[1:] if value[:1] == b" " else value
+            if value.isdigit():
+                retry = int(value)
+    return retry
 
 
 def _length_unknown(request: http.Request, response: http.Response) -> bool:
