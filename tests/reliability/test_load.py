@@ -33,6 +33,19 @@ TTL = 3
 DEADLINE = 600 if LONG else 120
 
 
+def expired(px, timeout: float = 60) -> dict:
+    """The probe's state once every session and its per-flow state left memory (or as it is after
+    ``timeout`` seconds). A session idle for TTL s goes at the expiry loop's next pass (every TTL/2 s),
+    up to TTL * 1.5 s after its last request, later on a busy machine: a fixed wait of TTL + 1.5 s
+    was no margin."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = probe(px, collect=True)
+        if not any(state[k] for k in ("sessions", "exchanges", "streams", "flows", "tasks")) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.25)
+
+
 def op_of(i: int) -> str:
     return "list" if i % 10 == 9 else ("links" if i % 2 == 0 else "structured")
 
@@ -88,8 +101,7 @@ def test_concurrent_sessions_of_mixed_revisions(tmp_path):
                                         if r["session"] == ref[rev]["session"] and r["method"] != "initialize")
             per_op[rev] = {op: collections.Counter({k[1:]: n for k, n in by_id.items() if k[0] == rid})
                            for rid, op in ((1, "links"), (2, "structured"), (10, "list"))}
-        time.sleep(TTL + 1.5)  # the reference sessions expire
-        base = probe(px, collect=True)
+        base = expired(px)  # the reference sessions expire
         assert (base["sessions"], base["exchanges"], base["streams"], base["flows"]) == (0, 0, 0, 0), base
         rss_before, hwm_before = rss_kib(px.proc.pid)
         figure("load: mitmdump RSS before (MiB)", rss_before // 1024)
@@ -141,8 +153,7 @@ def test_concurrent_sessions_of_mixed_revisions(tmp_path):
                         want[(i + 1, *k)] += n
                 assert log[sid] == want, (r["revision"], sid)
 
-            time.sleep(TTL + 1.5)  # the sessions end: their state expires
-            after = probe(px, collect=True)
+            after = expired(px)  # the sessions end: their state expires
             rss_after, _ = rss_kib(px.proc.pid)
             assert (after["sessions"], after["exchanges"], after["streams"], after["flows"], after["tasks"]) == (0, 0, 0, 0, 0), after
             rounds.append({"seconds": round(took, 1), "calls_per_s": round(SESSIONS * CALLS / took),
