@@ -32,7 +32,9 @@ upgrade direction), and sends every request of that client on it. What each meth
   upstream session's GET stream (``resources/subscribe`` first for the URIs it asks for); the first
   event the client gets is the ``notifications/subscriptions/acknowledged`` for what the server can
   honour, then each matching list_changed / resources/updated with ``subscriptionId``
-  (``META-subscriptionId``); the rest is not delivered (``SUB-list-changed-delivery``).
+  (``META-subscriptionId``); the rest is not delivered (``SUB-list-changed-delivery``). The listen
+  ends when the GET stream does: ended by the server, or broken off (a connection error: then a
+  ``passthrough`` record says why), refused or failed.
 - ``notifications/cancelled`` of a listen: answered 202 (the stream's close ends it).
 - every other request: forwarded on the upstream session, its answer walked to 2026-07-28 with the
   members 2026-07-28 requires added (rules/upgrade.py).
@@ -737,13 +739,21 @@ class Client2026Bridge:
             if chunk == b"":
                 stream.close()
 
+        def on_broken(why: str) -> None:
+            # the GET's connection broke off before its end (the server died, a reset): the listen ends as
+            # when the server ends the GET (what was parsed so far delivered, then the client's stream
+            # closed), and a record says why; never after the client closed its listen (mcpx aborted the GET)
+            if not stream.closed:
+                self.rw.passthrough(exch, "s2c", f"the server's GET stream broke off ({why}): the listen ends")
+            on_chunk(b"")
+
         async def run_get() -> None:
             headers = {**self._headers(up), "accept": "text/event-stream"}
             first: asyncio.Future = asyncio.get_running_loop().create_future()
             try:
                 reply = await upstream.send(b"", headers, "GET stream, for a 2026-07-28 listen", method="GET",
                                             on_chunk=lambda c: (on_chunk(c), first.done() or first.set_result(True)), stop=first,
-                                            timeout=24 * 3600)
+                                            timeout=24 * 3600, on_broken=on_broken)
                 get["flow_id"] = reply.flow_id
                 if stream.closed:
                     upstream.abort(reply.flow_id)
