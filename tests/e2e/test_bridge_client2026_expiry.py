@@ -214,3 +214,77 @@ def test_a_held_round_trip_that_expires_ends_its_upstream_call(holding, tmp_path
     lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "idle for more than" in line]
     assert lines == ["mcpx: client2026: upstream session of 2026-07-28 client 'asked' (2025-11-25) idle for more than 1 s: "
                      "ended (DELETE answered HTTP 405)"]
+
+
+RETRY_MS = 10000
+
+
+class PollingHolding(Legacy):
+    """Legacy (DELETE answered 200), but tools/call asks the client a question (elicitation/create) in
+    an event with id ``ev-1`` and ``retry: 10000`` (10 s), then ends the stream without the call's
+    answer: SSE polling (2025-11-25 basic/transports.mdx:107-115), the call to be resumed with GET and
+    ``Last-Event-ID: ev-1`` after 10 s. A GET is kept in ``seen`` and signals ``got``; it is held open
+    until ``release``."""
+
+    got = threading.Event()
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        body = json.loads(raw)
+        if body.get("method") != "tools/call":
+            self.rfile = __import__("io").BytesIO(raw)
+            self.headers.replace_header("content-length", str(len(raw)))
+            return super().do_POST()
+        self.seen.append(("POST", self.headers.get("mcp-session-id"), "tools/call"))
+        self.start_sse()
+        ask = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
+               "params": {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}}
+        self.chunk(b"id: ev-1\nretry: %d\ndata: " % RETRY_MS + orjson.dumps(ask) + b"\n\n")
+        self.chunk(b"")
+        self.close_connection = True
+
+    def do_GET(self):
+        self.seen.append(("GET", self.headers.get("mcp-session-id"), self.headers.get("last-event-id")))
+        self.got.set()
+        self.start_sse()
+        self.release.wait(30)
+
+
+@pytest.fixture
+def polling_holding():
+    PollingHolding.got.clear()
+    PollingHolding.release.clear()
+    PollingHolding.numbers = itertools.count(1)
+    yield from serve(PollingHolding, "seen", "deletes")
+    PollingHolding.release.set()
+
+
+def test_a_held_round_trip_that_expires_before_its_resume_sends_no_get(polling_holding, tmp_path):
+    """The server asked for input and closed the call's stream (to be resumed after its 10 s ``retry``);
+    the client never retries, and the round trip expires (HELD_TTL 1 s, set by a script) before the
+    resume's wait is over: the resume is cancelled, no GET is sent (nobody waits for the call any more),
+    no record or line reports a failed resume; the session is then idle and DELETEd. Before, the resume
+    went on after the expiry and tried the GET for a call nobody waited for (here it could not go out: the
+    client's flow it belonged to had ended, "no live proxy"), then reported a failed resume: a passthrough
+    record and a warning line "the call ends with -32603". The DELETE shows the round trip expired (the
+    session is idle only without it); the server is then watched until 5 s past the resume's time."""
+    script = tmp_path / "held_ttl.py"
+    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\n")
+    with Proxy(f"http://127.0.0.1:{polling_holding}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
+        msg = call(1, "asked")
+        msg["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {}}
+        status, body = post(px.port, msg, "x")
+        closed = time.monotonic()  # (the server closed the call's stream before mcpx answered the client)
+        assert status == 200 and orjson.loads(body)["result"]["resultType"] == "input_required"
+        with PollingHolding.deleted:
+            assert PollingHolding.deleted.wait_for(lambda: PollingHolding.deletes, 20)
+        assert PollingHolding.deletes == [("legacy-1", "2025-11-25")]
+        assert time.monotonic() < closed + RETRY_MS / 1000, "the round trip expired after the resume's wait: nothing tested"
+        assert not PollingHolding.got.wait(closed + RETRY_MS / 1000 + 5 - time.monotonic()), "the resuming GET was sent"
+        recs = [(r["action"], r["rule"], r["detail"]) for r in px.changes() if r["rule"] == "TR-sse-priming-polling"]
+        out = px.output()
+    assert "SSE polling" not in out and "passed through" not in out
+    assert PollingHolding.seen == [("POST", None, "initialize"), ("POST", "legacy-1", "notifications/initialized"),
+                                   ("POST", "legacy-1", "tools/call")]
+    assert recs == [("bridge", "TR-sse-priming-polling", "the server closed the call's SSE stream after event ev-1 without its "
+                                                         "answer: resumed with GET and Last-Event-ID (retry 10000 ms)")]

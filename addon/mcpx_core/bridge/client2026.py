@@ -45,7 +45,8 @@ mcpx's own (``mcpx-<n>``, ``RPC-request-id-reuse``), mapped back on the answer.
 
 Memory only (a restart or another replica makes a new upstream session on the next request, which
 the stateless 2026 client does not notice): upstream sessions, held input_required round trips
-(600 s), listen streams. An upstream session unused for ``mcpx_session_ttl`` (no call in progress,
+(600 s, ``HELD_TTL``: then forgotten, their upstream call ended and a resume of its stream cancelled),
+listen streams. An upstream session unused for ``mcpx_session_ttl`` (no call in progress,
 no open listen stream, no held round trip) is ended: mcpx sends the server ``DELETE`` with its
 ``Mcp-Session-Id``, as a legacy client ends a session (:meth:`Client2026Bridge.expire_idle`). A retry whose ``requestState`` this process does not hold gets -32602.
 """
@@ -136,6 +137,11 @@ class Held:
     via: Any = None
     #: why the call's answer will not come: a resume of its SSE stream failed (the client's -32603 says it)
     ended: str | None = None
+    #: the task resuming the call's SSE stream (waiting the server's ``retry``, or sending its GET), if
+    #: one runs: cancelled when the round trip expires (:meth:`Client2026Bridge._expire`)
+    resuming: asyncio.Task | None = None
+    #: the round trip expired (nobody waits for the call): its stream is not resumed any more
+    expired: bool = False
 
 
 class Client2026Bridge:
@@ -425,9 +431,10 @@ class Client2026Bridge:
                     end()
                 elif last == stream["resumed_from"]:
                     end("the resumed stream ended with no newer event")
-                else:
+                elif not held.expired:  # (an expired round trip's call is not resumed: nobody waits for it)
                     stream["resumed_from"] = last
-                    self._tasks.add(asyncio.get_running_loop().create_task(resume(last, stream["retry"])))
+                    held.resuming = asyncio.get_running_loop().create_task(resume(last, stream["retry"]))
+                    self._tasks.add(held.resuming)
                     self._tasks = {t for t in self._tasks if not t.done()}
             if not first.done():
                 first.set_result(True)
@@ -771,10 +778,15 @@ class Client2026Bridge:
     def _expire(self) -> None:
         """Forget the input_required round trips held for more than HELD_TTL seconds, and end the upstream
         call each still holds open (its stream would otherwise stay open for as long as the server keeps
-        it: its session's DELETE may be refused, 405, or never sent, for a server that gave no session id)."""
+        it: its session's DELETE may be refused, 405, or never sent, for a server that gave no session id),
+        and the resume of its SSE stream that waits the server's ``retry`` or sends its GET (cancelled: no
+        GET goes out, or the one going out is aborted)."""
         now = time.monotonic()
         for k in [k for k, h in self.held.items() if now - h.at > HELD_TTL]:
             h = self.held.pop(k)
+            h.expired = True
+            if h.resuming is not None and not h.resuming.done():
+                h.resuming.cancel()  # (Sender.send aborts a request it was sending when cancelled)
             if h.flow_id and h.via is not None and not h.done:
                 try:
                     h.via.abort(h.flow_id)
