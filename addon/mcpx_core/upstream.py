@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +90,8 @@ class _Own:
     raw_size: int = 0
     handler: Any = None
     task: asyncio.Task | None = None
+    #: when the server last sent a byte of the response (``time.monotonic()``, seconds; the request's start before)
+    last: float = 0.0
 
 
 def is_own(flow: http.HTTPFlow) -> bool:
@@ -160,7 +163,7 @@ class Sender:
                    stop: asyncio.Future | None = None, url: str | None = None,
                    on_undecodable: Callable[[Any, int], None] | None = None, detached: bool = False,
                    on_head: Callable[[http.Response, bool], None] | None = None,
-                   on_broken: Callable[[str], None] | None = None) -> Reply:
+                   on_broken: Callable[[str], None] | None = None, idle: bool = False) -> Reply:
         """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
 
         ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
@@ -176,7 +179,11 @@ class Sender:
         ``detached``: ``parent`` may have ended (see :meth:`available`); ``on_broken``: called once
         with the reason (mitmproxy's error message) when a response streamed to ``on_chunk`` breaks off
         (a connection error before its end: the final ``on_chunk(b"")`` never comes), also after
-        ``stop`` ended the wait; never for a request mcpx aborted (:meth:`abort`, ``timeout``).
+        ``stop`` ended the wait; never for a request mcpx aborted (:meth:`abort`, ``timeout``);
+        ``idle``: ``timeout`` bounds each wait for the server (the request is ended once no byte of its
+        response came for ``timeout`` seconds: a stream the server keeps feeding is never cut, as on a
+        direct connection), not the whole request (the default: ended ``timeout`` seconds after it was
+        sent, or after ``stop``).
         Raises :class:`UpstreamError`.
         """
         if not self.available(parent, detached):
@@ -196,10 +203,22 @@ class Sender:
         own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable, on_head=on_head, on_broken=on_broken)
         handler = ReplayHandler(flow, ctx.options)
         task = asyncio.get_running_loop().create_task(handler.replay())
-        own.handler, own.task = handler, task
+        loop = asyncio.get_running_loop()
+        own.handler, own.task, own.last = handler, task, time.monotonic()
         waits = {task} if stop is None else {task, stop}
+
+        def quiet_for() -> float | None:
+            """The seconds still to wait before the request is ended for ``timeout`` (None: no limit)."""
+            if timeout is None:
+                return None
+            return timeout - (time.monotonic() - own.last) if idle else 0.0
         try:
-            done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            wait = timeout
+            while True:
+                done, _ = await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                wait = quiet_for() if not done and idle else None
+                if wait is None or wait <= 0:
+                    break
         except asyncio.CancelledError:
             self._abort(handler, task, flow.id)
             raise
@@ -214,8 +233,17 @@ class Sender:
                 if self.own.pop(flow.id, None) is own:  # (not aborted: an abort forgets it first)
                     self._broken(flow, own)
             task.add_done_callback(finished)
-            loop = asyncio.get_running_loop()
-            loop.call_later(timeout, lambda: None if task.done() else self._abort(handler, task, flow.id))
+
+            def watch() -> None:  # ends the request once its time is up (idle: re-armed while bytes come)
+                if task.done():
+                    return
+                left = quiet_for() if idle else 0.0
+                if left is not None and left > 0:
+                    loop.call_later(left, watch)
+                    return
+                self._abort(handler, task, flow.id)
+            if timeout is not None:
+                loop.call_later(timeout, watch)
             return self._reply(flow, own)
         self.own.pop(flow.id, None)
         if task.exception() is not None:
@@ -325,6 +353,7 @@ class Sender:
 
         def chunk(data: bytes) -> bytes:
             if data:
+                own.last = time.monotonic()
                 own.raw_size += len(data)
                 if own.raw_size <= self.keep:
                     own.raw.append(data)

@@ -54,12 +54,13 @@ class Upstream(Protocol):
     called with each chunk of a streamed (SSE) answer; ``stop``: a future that ends the wait early
     (the request runs on); ``detached``: sent after the flow ended (the DELETE of an idle upstream
     session); ``on_broken``: called once with the reason when a streamed answer breaks off before its
-    end (``on_chunk(b"")`` then never comes; :meth:`mcpx_core.upstream.Sender.send`). Raises
-    :class:`mcpx_core.upstream.UpstreamError`."""
+    end (``on_chunk(b"")`` then never comes; :meth:`mcpx_core.upstream.Sender.send`); ``timeout``:
+    seconds, the whole request's, or with ``idle`` each wait for a byte of the answer's (a stream the
+    server keeps feeding is never cut). Raises :class:`mcpx_core.upstream.UpstreamError`."""
 
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
                    on_chunk: Callable[[bytes], None] | None = None, stop: Any = None, timeout: float = 600.0,
-                   detached: bool = False, on_broken: Callable[[str], None] | None = None) -> Reply: ...
+                   detached: bool = False, on_broken: Callable[[str], None] | None = None, idle: bool = False) -> Reply: ...
 
     def abort(self, flow_id: str) -> None:
         """End a request sent with :meth:`send` that still runs."""

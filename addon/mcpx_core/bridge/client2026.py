@@ -27,7 +27,9 @@ upgrade direction), and sends every request of that client on it. What each meth
   after its ``retry`` (milliseconds, at most ``resume.RETRY_CAP_MS``), again after each close that
   follows a newer id (a ``bridge`` record each); a resume that fails (the GET not answered with an
   SSE stream, or a resumed stream with no newer id) ends the call with -32603 saying why, one
-  ``passthrough`` record and one warning line.
+  ``passthrough`` record and one warning line. No overall time limit while the server streams: the
+  POST and each GET are ended after 600 s without a byte (``Sender.send`` ``idle``), the call after
+  600 s without a message (-32603).
 - ``subscriptions/listen`` (``SUB-listen``, ``TR-get-stream``): the client's POST becomes the
   upstream session's GET stream (``resources/subscribe`` first for the URIs it asks for); the first
   event the client gets is the ``notifications/subscriptions/acknowledged`` for what the server can
@@ -456,7 +458,7 @@ class Client2026Bridge:
                     resumed.set_result(True)
             try:
                 reply = await upstream.send(b"", headers, f"GET resuming {method} after event {last}, for a 2026-07-28 client",
-                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""))
+                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""), idle=True)
             except Exception as e:  # no answer to the GET: the call ends, its -32603 says why
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
@@ -467,9 +469,11 @@ class Client2026Bridge:
                     "not an SSE stream")
 
         # a stream broken off (a connection error) ends as one the server closed: resumed when it can be
-        # (2025-11-25 basic/transports.mdx, "Sending Messages to the Server" 6: a disconnection is no cancellation)
+        # (2025-11-25 basic/transports.mdx, "Sending Messages to the Server" 6: a disconnection is no cancellation);
+        # idle: the POST (and each resuming GET) is ended only after 600 s without a byte from the server, never
+        # while it streams (as on a direct connection; a call may stream its progress for longer)
         reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
-                                    on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""))
+                                    on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""), idle=True)
         held.flow_id, held.via = reply.flow_id, upstream
         if reply.status == 404 and up.session.upstream_id and again:
             # the server no longer knows the upstream session (restarted, expired): a new one, and once more
