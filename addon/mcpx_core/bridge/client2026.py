@@ -457,8 +457,11 @@ class Client2026Bridge:
                 if not resumed.done():
                     resumed.set_result(True)
             try:
+                # detached: the client's flow this call came on may have ended (answered input_required
+                # before the server closed the stream); the GET is still for that flow's server
                 reply = await upstream.send(b"", headers, f"GET resuming {method} after event {last}, for a 2026-07-28 client",
-                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""), idle=True)
+                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""), idle=True,
+                                            detached=True)
             except Exception as e:  # no answer to the GET: the call ends, its -32603 says why
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
