@@ -18,6 +18,7 @@ compressed bytes are corrupted and cut.
 from __future__ import annotations
 
 import gzip
+import threading
 import time
 import zlib
 
@@ -71,6 +72,8 @@ def case(name: str) -> tuple[str, list[bytes], int, int]:
         a, = zlib_parts(-zlib.MAX_WBITS, PROGRESS)
         return "deflate", [a + JUNK], len(a), 0
     if name == "br":  # a brotli decoder gives nothing of a read that fails: the first event comes in a read of its own
+        # (written once the client has it: GATED); JUNK is one small write, one read (a zstd decoder that gets it
+        # in pieces names the byte of the piece where its 3-byte block header is complete: 106, not 104)
         a, = br_parts(PROGRESS)
         return "br", [a, JUNK, b"more"], len(a), 0
     if name == "zstd":  # the same for zstd
@@ -79,6 +82,10 @@ def case(name: str) -> tuple[str, list[bytes], int, int]:
     raise AssertionError(name)
 
 
+#: the cases whose first chunk must reach mcpx in reads of its own (a read that also holds the fault decodes to
+#: nothing: no event delivered, "from compressed byte 0"): the server writes the next chunk once the client has
+#: the first event, not after a fixed pause
+GATED = {"br", "zstd"}
 CASES = ["gzip-one-chunk", "gzip-small-chunks", "gzip-unfinished-event", "deflate", "deflate-raw", "br", "zstd"]
 ERRORS = {"gzip": "error: Error -3 while decompressing data: invalid block type",
           "deflate": "error: Error -3 while decompressing data: invalid block type",
@@ -94,6 +101,8 @@ class Handler(ScriptedMcpHandler):
     SESSION = "encoded-1"
     ENCODING = "gzip"
     CHUNKS: list[bytes] = []
+    #: set by the test once the client has what the first chunk decodes to (None: no wait)
+    GATE: threading.Event | None = None
     #: (Mcp-Session-Id, Content-Encoding, body) of each POST with a Content-Encoding
     received: list[tuple] = []
 
@@ -124,21 +133,29 @@ class Handler(ScriptedMcpHandler):
         self.send_header("content-encoding", self.ENCODING)
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for c in self.CHUNKS:
+        # each HTTP chunk reaches mcpx as a read of its own or in pieces, never joined with the next (mitmproxy's
+        # HTTP/1 layer hands the stream one h11 chunk at a time): no pause needed for that, only the GATE
+        for i, c in enumerate(self.CHUNKS):
             self.chunk(c)
-            time.sleep(0.15)  # one read each
+            if i == 0 and self.GATE is not None:
+                assert self.GATE.wait(20), "the client never got the first event"
         self.chunk(b"")
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_a_stream_that_stops_decoding_delivers_what_decoded_and_nothing_compressed(tmp_path, name):
     enc, chunks, at, held = case(name)
-    srv = LoopbackServer(type("H", (Handler,), {"ENCODING": enc, "CHUNKS": chunks}))
+    gate = threading.Event() if name in GATED else None
+    srv = LoopbackServer(type("H", (Handler,), {"ENCODING": enc, "CHUNKS": chunks, "GATE": gate}))
     try:
         with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, save=False) as px:
             c = Client(px.port)
             c.initialize(REV)
-            status, headers, body = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
+            if gate is None:
+                status, headers, body = c.post(call)
+            else:  # read as it streams: the server sends the fault once the first event is here (not after a fixed sleep)
+                status, headers, body = post_gated(c, call, gate, PROGRESS)
             assert (status, headers["content-type"], "content-encoding" in headers) == (200, "text/event-stream", False)
             assert body == PROGRESS
             # the connection is intact: the next answer arrives whole
@@ -153,6 +170,21 @@ def test_a_stream_that_stops_decoding_delivers_what_decoded_and_nothing_compress
             c.close()
     finally:
         srv.stop()
+
+
+def post_gated(c: Client, message: dict, gate: threading.Event, first: bytes) -> tuple[int, dict, bytes]:
+    """``c.post``, reading the answer as it streams: ``gate`` set once ``first`` arrived (or 10 s passed)."""
+    c.conn.request("POST", c.path, orjson.dumps(message), c.headers())
+    r = c.conn.getresponse()
+    body, deadline = b"", time.monotonic() + 10
+    while len(body) < len(first) and time.monotonic() < deadline:
+        piece = r.read1(65536)
+        if not piece:
+            break
+        body += piece
+    gate.set()
+    body += r.read()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, body
 
 
 #: a gzip header, then deflate data of the reserved block type: what mitmproxy's decoder reads as zlib's error
