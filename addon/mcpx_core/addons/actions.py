@@ -119,7 +119,9 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
     def take(evs: list) -> None:
         for ev in evs:
             if answered.done():
-                if not ev.crlf_rest:  # (the LF of the answering event's last CRLF is no event)
+                # (the LF of the answering event's last CRLF is no event; an event larger than mcpx_max_body
+                # comes in parts, one per read: counted once, at its first part)
+                if not ev.crlf_rest and ev.oversize != 2:
                     late.append(1)
                 continue
             events.append(ev.raw)
