@@ -69,7 +69,7 @@ from ..rewrite import PRIMING_RULE
 from ..session import Session
 from . import Answer, Pass, Reply, Streamed, Upstream
 from .era import first_response
-from .resume import RETRY_CAP_MS, retry_of
+from .resume import RETRY_CAP_MS, retry_of, retry_text
 
 logger = logging.getLogger("mcpx")
 
@@ -434,7 +434,7 @@ class Client2026Bridge:
             capped = f", capped at {RETRY_CAP_MS} ms" if retry_ms > RETRY_CAP_MS else ""
             self.rw.record(exch, [Change(pointer="", action="bridge", rule=PRIMING_RULE,
                                          detail=f"the server closed the call's SSE stream after event {last} without its answer: "
-                                                f"resumed with GET and Last-Event-ID (retry {retry_ms} ms{capped})")],
+                                                f"resumed with GET and Last-Event-ID (retry {retry_text(retry_ms)}{capped})")],
                            "s2c", up.session.server_rev, LATEST)
             await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
             stream["parser"] = SSEParser()

@@ -1,0 +1,141 @@
+"""The 2026-07-28 bridge's SSE-polling resume (bridge/client2026.py ``_call``) against servers that
+misbehave on the resume path, through the real mitmdump.
+
+A 2025-11-25 server may close a call's SSE stream after an event id and before its answer; mcpx
+resumes it for a 2026-07-28 client with GET and ``Last-Event-ID`` after the ``retry`` given, again
+after each close that follows a newer id (2025-11-25 basic/transports.mdx:107-115). These tests give
+it what a faulty or hostile server sends: a ``retry`` field too long for Python's int(), event ids
+that come back (a loop), and a resume that comes due after mcpx forgot the held round trip.
+"""
+from __future__ import annotations
+
+import threading
+
+import orjson
+import pytest
+
+from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
+
+NEW = "2026-07-28"
+RULE = "TR-sse-priming-polling"
+META = {"io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}}
+PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1, "total": 2}}
+PROGRESS_EVENT = b"event: message\ndata: " + orjson.dumps(PROGRESS) + b"\n\n"
+#: a retry field of 5000 ASCII digits: valid (WHATWG: digits only), beyond int()'s 4300-digit limit
+HUGE = b"9" * 5000
+
+
+def polled(rid) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "polled"}]}})
+
+
+class Misbehaving(ScriptedMcpHandler):
+    """A 2025-11-25 server that polls; it stands for a faulty or hostile one (the faults need a server
+    that sends them on cue). ``tools/call``, by tool name, gets on its SSE answer:
+
+    - ``huge-retry``: in one chunk, a priming event ``ev-1`` with ``retry:`` of 5000 digits, then
+      ``ev-2`` with ``retry: 0`` and a progress notification; the stream ends. A GET after ``ev-2``
+      gets the result (``ev-3``).
+    - ``huge-wait``: ``ev-1`` priming with ``retry:`` of 5000 digits, ``ev-2`` progress; the stream
+      ends (mcpx must wait its cap: no GET within the test).
+    - ``cycle``: ``ev-1`` priming (retry 0), ``ev-2`` progress, end. A GET after ``ev-2`` gets ``ev-3``
+      progress, end; after ``ev-3``: ``ev-2`` progress again, end (an id that comes back: it loops);
+      the result never comes.
+
+    Every GET is kept in ``gets`` as its ``Last-Event-ID``."""
+
+    REVISION = "2025-11-25"
+    SESSION = "mis-1"
+    gets: list = []
+    calls: list = []
+
+    def answer(self, body):
+        if "id" not in body:
+            self.send_accepted()
+            return
+        name = body["params"]["name"]
+        self.calls.append((name, body["id"]))
+        self.start_sse()
+        if name == "huge-retry":
+            self.chunk(b"id: ev-1\nretry: " + HUGE + b"\ndata: \n\nid: ev-2\nretry: 0\n" + PROGRESS_EVENT)
+        elif name == "huge-wait":
+            self.chunk(b"id: ev-1\nretry: " + HUGE + b"\ndata: \n\nid: ev-2\n" + PROGRESS_EVENT)
+        else:
+            self.chunk(b"id: ev-1\nretry: 0\ndata: \n\n")
+            self.chunk(b"id: ev-2\n" + PROGRESS_EVENT)
+        self.chunk(b"")
+        self.close_connection = True
+
+    def do_GET(self):
+        last = self.headers.get("last-event-id")
+        self.gets.append(last)
+        name, rid = self.calls[-1]
+        self.close_connection = True
+        self.start_sse()
+        if name == "cycle":
+            self.chunk((b"id: ev-3\n" if last == "ev-2" else b"id: ev-2\n") + PROGRESS_EVENT)
+        else:
+            self.chunk(b"id: ev-3\nevent: message\ndata: " + polled(rid) + b"\n\n")
+        self.chunk(b"")
+
+
+@pytest.fixture
+def server():
+    yield from serve(Misbehaving, "gets", "calls")
+
+
+def call_tool(px, rid, name, timeout: float = 20) -> tuple[int, dict, bytes]:
+    c = Client(px.port, timeout=timeout)
+    call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": META}}
+    try:
+        return c.post(call, {"mcp-protocol-version": NEW, "mcp-method": "tools/call", "mcp-name": name})
+    finally:
+        c.close()
+
+
+def polling_records(px) -> list:
+    return [(r["action"], r["rule"], r["detail"]) for r in px.changes() if r["rule"] == RULE]
+
+
+def sse_answer(*messages: bytes) -> bytes:
+    return b"".join(b"event: message\ndata: " + m + b"\n\n" for m in messages)
+
+
+def complete(rid) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "polled"}],
+                                                                 "resultType": "complete"}})
+
+
+def resumed(last, retry="0 ms") -> tuple:
+    return ("bridge", RULE, f"the server closed the call's SSE stream after event {last} without its answer: resumed with GET "
+                            f"and Last-Event-ID (retry {retry})")
+
+
+def test_a_retry_too_long_for_int_is_a_long_retry(server, tmp_path):
+    """``retry:`` of 5000 digits (valid: ASCII digits only) before a second event in the same chunk.
+    Before, int() refused it (ValueError: more than 4300 digits): the rest of the chunk was lost (the
+    progress notification, the newer id and its ``retry: 0``), mitmdump logged "own request stream
+    handler failed", and mcpx resumed after ``ev-1``. Now it is a retry like any long one."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:
+        st, h, body = call_tool(px, 4, "huge-retry")
+        recs = polling_records(px)
+        out = px.output()
+    assert (st, h["content-type"], body) == (200, "text/event-stream", sse_answer(orjson.dumps(PROGRESS), complete(4)))
+    assert Misbehaving.gets == ["ev-2"]
+    assert recs == [resumed("ev-2")]
+    assert "handler failed" not in out and "Traceback" not in out
+
+
+def test_a_retry_too_long_for_int_is_capped_and_the_record_says_so(server, tmp_path):
+    """The last retry of 5000 digits: mcpx waits its cap (no GET within the client's 3 s), and the
+    record says the server's retry was longer than mcpx writes out, and capped."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:
+        with pytest.raises(TimeoutError):
+            call_tool(px, 4, "huge-wait", timeout=3)
+        recs = polling_records(px)
+        out = px.output()
+    assert Misbehaving.gets == []
+    assert recs == [resumed("ev-2", "over 999999999999999 ms, capped at 60000 ms")]
+    assert "handler failed" not in out and "Traceback" not in out
+
