@@ -139,3 +139,22 @@ def test_a_retry_too_long_for_int_is_capped_and_the_record_says_so(server, tmp_p
     assert recs == [resumed("ev-2", "over 999999999999999 ms, capped at 60000 ms")]
     assert "handler failed" not in out and "Traceback" not in out
 
+
+def test_an_event_id_that_comes_back_ends_the_resumes(server, tmp_path):
+    """Resumed after ``ev-2``, the server's stream ends after ``ev-3``; resumed after ``ev-3``, it ends
+    after ``ev-2`` again. Before, mcpx compared a resumed stream's last id with the one id it had just
+    resumed from, so it resumed after ev-2, ev-3, ev-2, ... for ever (with ``retry: 0``, as fast as the
+    server answered), and the client never got an answer. Now an id mcpx already resumed from is no
+    newer event: the call ends with -32603 saying so, one record and one warning line."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:
+        st, h, body = call_tool(px, 5, "cycle")
+        recs = polling_records(px)
+        out = px.output()
+    why = ("the server closed the call's SSE stream after event ev-3 without its answer and mcpx could not resume it: "
+           "the resumed stream ended after event ev-2, which mcpx had resumed from before (no newer event)")
+    error = {"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": f"mcpx: {why}"}}
+    assert (st, h["content-type"], body) == (200, "text/event-stream",
+                                             sse_answer(*[orjson.dumps(PROGRESS)] * 3, orjson.dumps(error)))
+    assert Misbehaving.gets == ["ev-2", "ev-3"]
+    assert recs == [resumed("ev-2"), resumed("ev-3"), ("passthrough", RULE, f"{why}; the call ends with -32603")]
+    assert out.count(f"mcpx: SSE polling: {why}; the call ends with -32603") == 1

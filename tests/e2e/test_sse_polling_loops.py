@@ -105,3 +105,24 @@ def test_a_retry_too_long_for_int_is_a_long_retry(server, tmp_path):
     assert recs == [(4, "rewrite", resumed("e2"))]
     assert "handler failed" not in out and "Traceback" not in out
 
+
+def test_an_event_id_that_comes_back_ends_the_resumes(server, tmp_path):
+    """Resumed after ``e2``, the stream ends after ``e3``; resumed after ``e3``, after ``e2`` again.
+    Before, mcpx resumed after e2, e3, e2, ... for ever (``retry: 0``: as fast as the server answered)
+    and the client's stream never ended. Now an id mcpx already resumed from is no newer event: the
+    client's stream ends, one passthrough record, one warning line."""
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path, options={"mcpx_sse_resume": "always"}) as px:
+        c = Client(px.port, timeout=20)
+        c.initialize(OLD)
+        st, h, body = c.post(call(5, "cycle"))
+        c.close()
+        out = px.output()
+        recs = relay_records(px, c.session)
+    failed = ("the server closed the SSE stream after event e2 before the answer and mcpx could not resume it: the resumed "
+              "stream ended after event e2, which mcpx had resumed from before (no newer event); the client's stream ends "
+              "without the answer")
+    assert (st, h["content-type"]) == (200, "text/event-stream")
+    assert body == NOT_DELIVERED + b"id: e2\n" + PROGRESS_EVENT + b"id: e3\n" + PROGRESS_EVENT + b"id: e2\n" + PROGRESS_EVENT
+    assert Misbehaving.gets == ["e2", "e3"]
+    assert recs == [(5, "rewrite", resumed("e2")), (5, "rewrite", resumed("e3")), (5, "passthrough", failed)]
+    assert out.count(f"mcpx: SSE polling: {failed}") == 1

@@ -389,7 +389,8 @@ class Client2026Bridge:
         # the call's stream after an event id and before its answer; a 2026-07-28 client cannot resume
         # (no GET, no event ids), so mcpx resumes upstream with GET + Last-Event-ID, after ``retry``
         # (capped, resume.RETRY_CAP_MS), again after each close that follows a newer id
-        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None}
+        # (``resumed``: every id resumed from: one that comes back is no newer event, or the resumes would loop)
+        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None, "resumed": set()}
 
         def end(why: str | None = None) -> None:
             """No more of the call comes; ``why``: the resume that failed (the client's -32603 says it)."""
@@ -423,8 +424,11 @@ class Client2026Bridge:
                     end()
                 elif last == stream["resumed_from"]:
                     end("the resumed stream ended with no newer event")
+                elif last in stream["resumed"]:
+                    end(f"the resumed stream ended after event {last}, which mcpx had resumed from before (no newer event)")
                 else:
                     stream["resumed_from"] = last
+                    stream["resumed"].add(last)
                     self._tasks.add(asyncio.get_running_loop().create_task(resume(last, stream["retry"])))
                     self._tasks = {t for t in self._tasks if not t.done()}
             if not first.done():

@@ -410,6 +410,12 @@ class Relay:
                 self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
                        f"resume it: the resumed stream ended with no newer event; {self.without}")
                 return
+            if last in self.meta["resumed_after"]:  # an id that came back (a loop): no newer event either
+                self.stream.put(tail)
+                self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
+                           f"resume it: the resumed stream ended after event {last}, which mcpx had resumed from before "
+                           f"(no newer event); {self.without}")
+                return
             if inside:
                 self._fail(f"the server closed the SSE stream after event {last} before the answer, inside an event larger "
                        f"than mcpx_max_body: not resumed; {self.without}")
