@@ -134,6 +134,8 @@ class Held:
     via: Any = None
     #: why the call's answer will not come: a resume of its SSE stream failed (the client's -32603 says it)
     ended: str | None = None
+    #: the round trip was forgotten (:meth:`Client2026Bridge._expire`): a resume of its stream due later is not made
+    forgotten: bool = False
 
 
 class Client2026Bridge:
@@ -441,6 +443,10 @@ class Client2026Bridge:
                                                 f"resumed with GET and Last-Event-ID (retry {retry_text(retry_ms)}{capped})")],
                            "s2c", up.session.server_rev, LATEST)
             await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
+            if held.forgotten:  # the client will never read it: no GET (the server would hold it open for nobody)
+                logger.info(f"mcpx: {NAME}: the input_required round trip of {method} was forgotten: its resume after "
+                            f"event {last} not made")
+                return
             stream["parser"] = SSEParser()
             headers = {**self._headers(up), "accept": "text/event-stream", "last-event-id": last}
             resumed: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -450,12 +456,17 @@ class Client2026Bridge:
                 if not resumed.done():
                     resumed.set_result(True)
             try:
+                # detached: the client's flow has ended when the call asked for input (a held round trip)
                 reply = await upstream.send(b"", headers, f"GET resuming {method} after event {last}, for a 2026-07-28 client",
-                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""))
+                                            method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""),
+                                            detached=True)
             except Exception as e:  # no answer to the GET: the call ends, its -32603 says why
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
             held.flow_id = reply.flow_id
+            if held.forgotten:  # forgotten while the GET waited for its first chunk: ended as _expire ends it
+                upstream.abort(reply.flow_id)
+                return
             if not resumed.done():  # it did not stream (an error status, JSON, an encoding mcpx cannot decode)
                 ctype = reply.headers.get("content-type", "")
                 end(f"the GET with Last-Event-ID {last} was answered HTTP {reply.status} ({ctype or 'no content-type'}), "
@@ -769,6 +780,7 @@ class Client2026Bridge:
         now = time.monotonic()
         for k in [k for k, h in self.held.items() if now - h.at > HELD_TTL]:
             h = self.held.pop(k)
+            h.forgotten = True
             if h.flow_id and h.via is not None and not h.done:
                 try:
                     h.via.abort(h.flow_id)
