@@ -103,7 +103,7 @@ class Session:
     aliases: set = field(default_factory=set, repr=False)
     #: fallback key -> the session it found before this one's initialize took it over (:meth:`SessionTracker.start`),
     #: given back if the server refuses that initialize (:meth:`SessionTracker.abandon`); emptied by
-    #: :meth:`SessionTracker.accepted` once the server accepted it
+    #: :meth:`SessionTracker.settle` once the server accepted it
     displaced: dict = field(default_factory=dict, repr=False)
     uid: int = field(default_factory=lambda: next(_UIDS), repr=False)
 
@@ -351,10 +351,15 @@ class SessionTracker:
         Keys ``s`` took over from another session still in memory (the client's connection and host, bound
         to an earlier session of the same client: :attr:`Session.displaced`), and a server id that is
         that of another session in memory (a server that answers a refused initialize with the id of the
-        session it keeps), stay with that session: a refused initialize does not unbind a live one."""
+        session it keeps), stay with that session: a refused initialize does not unbind a live one. A key
+        another initialize in flight took over from ``s`` meanwhile stays with it, and what that one is to
+        give back if it is refused too becomes the session ``s`` took the key from (not ``s``, now gone)."""
         self.end(s)
         for k, before in s.displaced.items():
-            if before.uid in self._lru and k not in self._alias:
+            taker = self._holder_of(k, s)
+            if taker is not None:
+                taker.displaced[k] = before
+            elif before.uid in self._lru and k not in self._alias:
                 self._put(k, before)
         s.displaced.clear()
         if upstream_id:
@@ -362,6 +367,20 @@ class SessionTracker:
             other = self._alias.get(upstream_id)
             if other is None or other.uid not in self._lru:
                 self._put(upstream_id, s)
+
+    def _holder_of(self, key: str, s: Session) -> Session | None:
+        """The session in memory that took ``key`` over from ``s`` (``displaced[key] is s``): the one
+        found under ``key``, or one it took ``key`` from in turn (initializes in flight, each taking
+        the client's keys from the one before)."""
+        x = self._alias.get(key)
+        for _ in range(len(self._lru) + 1):  # (a chain, never a cycle: bounded all the same)
+            if x is None or x is s:
+                return None
+            nxt = x.displaced.get(key)
+            if nxt is s:
+                return x if x.uid in self._lru else None
+            x = nxt
+        return None
 
     def settle(self, s: Session, status: int, upstream_id: str | None = None) -> bool:
         """The server answered the ``initialize`` that started ``s`` with HTTP ``status``: accepted when

@@ -251,3 +251,89 @@ def test_a_refused_initialize_leaves_the_earlier_session_of_the_connection_bound
         c.close()
     # notifications/initialized with the server's id; the call as the client sent it, with none
     assert [sid for sid, _ in RefusingSecond.seen] == ["keep-1", None]
+
+
+class RefusingOnCue(ScriptedMcpHandler):
+    """Accepts the first initialize (session ``keep-1``); holds each later one until the test releases it
+    (``gates[clientInfo.name]``), then refuses it with a JSON-RPC error (as a server that caps its
+    sessions would; the timing needs a server that answers on cue). ``inits``: the client names of the
+    initializes received, in order; tools/call is answered with AUDIO."""
+    SERVER_INFO = {"name": "refusing-on-cue", "version": "1"}
+    inits: list = []
+    gates: dict = {}
+    arrived = __import__("threading").Condition()
+
+    def do_POST(self):
+        body = orjson.loads(self.rfile.read(int(self.headers["content-length"])))
+        if body.get("method") == "initialize":
+            name = body["params"]["clientInfo"]["name"]
+            with self.arrived:
+                self.inits.append(name)
+                self.arrived.notify_all()
+            if len(self.inits) == 1:
+                self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                    "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                    "serverInfo": self.SERVER_INFO}}), {"mcp-session-id": "keep-1"})
+            else:
+                self.gates[name].wait(20)
+                self.send_json(_error(body["id"]))
+            return
+        if "id" in body:
+            self.send_json(orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": AUDIO}))
+        else:
+            self.send_accepted()
+
+
+@pytest.fixture
+def on_cue():
+    import threading
+    RefusingOnCue.gates = {"a": threading.Event(), "b": threading.Event()}
+    yield from serve(RefusingOnCue, "inits")
+    for g in RefusingOnCue.gates.values():
+        g.set()
+
+
+@pytest.mark.parametrize("first_refused", ["a", "b"])
+def test_two_refused_initializes_in_flight_leave_the_hosts_earlier_session_bound(on_cue, tmp_path, first_refused):
+    """A 2024-11-05 client's session is open (found by its host too: it echoes no session id). Two more
+    clients on the same host send an initialize each (``a``, then ``b``, both in flight: ``b``'s session
+    takes the host key over from ``a``'s, which took it over from the first); the server refuses both,
+    ``a``'s first or ``b``'s first. Before, when ``a``'s was refused first, the host key stayed with
+    ``b``'s session (still in flight), and ``b``'s refusal then gave it back to ``a``'s, which was gone:
+    the host was bound to nothing, and the first client's next request from a new connection went
+    through unrewritten (an audio block to a 2024-11-05 client). Now it gives it to the session ``a``'s
+    had taken it from: the first client's."""
+    import threading
+    port = free_port()
+    with Proxy(f"http://127.0.0.1:{on_cue}", tmp_path, scripts=(str(PROBE),), options={"probe_port": port}) as px:
+        c = Client(px.port)
+        c.initialize("2024-11-05", name="first")
+        handle = px.handle(c.session)
+        c.close()
+        answers: dict = {}
+
+        def init(name: str) -> None:
+            other = Client(px.port)
+            answers[name] = other.post(init_msg("2025-06-18", name))
+            other.close()
+
+        threads = {}
+        for name in ("a", "b"):
+            threads[name] = threading.Thread(target=init, args=(name,))
+            threads[name].start()
+            with RefusingOnCue.arrived:
+                assert RefusingOnCue.arrived.wait_for(lambda: name in RefusingOnCue.inits, 20)
+        for name in (first_refused, "b" if first_refused == "a" else "a"):
+            RefusingOnCue.gates[name].set()
+            threads[name].join(20)
+        assert {n: (st, "mcp-session-id" in h, body) for n, (st, h, body) in answers.items()} == {
+            "a": (200, False, _error(0)), "b": (200, False, _error(0))}
+        state = probe(port)
+        assert state["sessions"] == 1 and set(state["bound"].values()) == {handle}
+        assert "host:127.0.0.1" in state["bound"]
+        before = len(px.changes())
+        again = Client(px.port)  # the first client, on a new connection, with no session id
+        status, _, msgs = again.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+        again.close()
+        assert (status, msgs[0]["result"]["content"]) == (200, [{"type": "text", "text": "[audio content omitted: audio/wav, 3 bytes]"}])
+        assert [(r["session"], r["rule"]) for r in wait_changes(px, before + 1)[before:]] == [(handle, "CT-audio")]

@@ -74,7 +74,7 @@ from ..rewrite import PRIMING_RULE
 from ..session import Session
 from . import Answer, Pass, Reply, Streamed, Upstream
 from .era import first_response
-from .resume import RETRY_CAP_MS, retry_of
+from .resume import RETRY_CAP_MS, retry_of, retry_text
 
 logger = logging.getLogger("mcpx")
 
@@ -399,7 +399,8 @@ class Client2026Bridge:
         # the call's stream after an event id and before its answer; a 2026-07-28 client cannot resume
         # (no GET, no event ids), so mcpx resumes upstream with GET + Last-Event-ID, after ``retry``
         # (capped, resume.RETRY_CAP_MS), again after each close that follows a newer id
-        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None}
+        # (``resumed``: every id resumed from: one that comes back is no newer event, or the resumes would loop)
+        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None, "resumed": set()}
 
         def end(why: str | None = None) -> None:
             """No more of the call comes; ``why``: the resume that failed (the client's -32603 says it)."""
@@ -433,8 +434,11 @@ class Client2026Bridge:
                     end()
                 elif last == stream["resumed_from"]:
                     end("the resumed stream ended with no newer event")
+                elif last in stream["resumed"]:
+                    end(f"the resumed stream ended after event {last}, which mcpx had resumed from before (no newer event)")
                 elif not held.expired:  # (an expired round trip's call is not resumed: nobody waits for it)
                     stream["resumed_from"] = last
+                    stream["resumed"].add(last)
                     held.resuming = asyncio.get_running_loop().create_task(resume(last, stream["retry"]))
                     self._tasks.add(held.resuming)
                     self._tasks = {t for t in self._tasks if not t.done()}
@@ -445,9 +449,19 @@ class Client2026Bridge:
             capped = f", capped at {RETRY_CAP_MS} ms" if retry_ms > RETRY_CAP_MS else ""
             self.rw.record(exch, [Change(pointer="", action="bridge", rule=PRIMING_RULE,
                                          detail=f"the server closed the call's SSE stream after event {last} without its answer: "
-                                                f"resumed with GET and Last-Event-ID (retry {retry_ms} ms{capped})")],
+                                                f"resumed with GET and Last-Event-ID (retry {retry_text(retry_ms)}{capped})")],
                            "s2c", up.session.server_rev, LATEST)
-            await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
+            try:
+                await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
+            except asyncio.CancelledError:  # the round trip expired meanwhile (_expire cancels this task)
+                if held.expired:
+                    logger.info(f"mcpx: {NAME}: the input_required round trip of {method} was forgotten: its resume after "
+                                f"event {last} not made")
+                raise
+            if held.expired:  # the client will never read it: no GET (the server would hold it open for nobody)
+                logger.info(f"mcpx: {NAME}: the input_required round trip of {method} was forgotten: its resume after "
+                            f"event {last} not made")
+                return
             stream["parser"] = SSEParser()
             headers = {**self._headers(up), "accept": "text/event-stream", "last-event-id": last}
             resumed: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -466,6 +480,9 @@ class Client2026Bridge:
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
             held.flow_id = reply.flow_id
+            if held.expired:  # forgotten while the GET waited for its first chunk: ended as _expire ends it
+                upstream.abort(reply.flow_id)
+                return
             if not resumed.done():  # it did not stream (an error status, JSON, an encoding mcpx cannot decode)
                 ctype = reply.headers.get("content-type", "")
                 end(f"the GET with Last-Event-ID {last} was answered HTTP {reply.status} ({ctype or 'no content-type'}), "

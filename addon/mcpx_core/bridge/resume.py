@@ -69,6 +69,9 @@ logger = logging.getLogger("mcpx")
 POLLING = "2025-11-25"
 #: the longest ``retry`` mcpx waits before a resuming GET, in milliseconds (as the 2026-07-28 bridge)
 RETRY_CAP_MS = 60_000
+#: a ``retry`` of more digits than this is read as :data:`RETRY_HUGE` (longer than any cap: :func:`retry_of`)
+RETRY_DIGITS = 15
+RETRY_HUGE = 10 ** RETRY_DIGITS
 #: servers remembered as seen priming (origin and path; the least recently seen forgotten first)
 LEARNED_MAX = 10_000
 #: request headers a relayed POST does not copy (hop by hop, and the length, which mcpx sets)
@@ -407,6 +410,12 @@ class Relay:
                 self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
                        f"resume it: the resumed stream ended with no newer event; {self.without}")
                 return
+            if last in self.meta["resumed_after"]:  # an id that came back (a loop): no newer event either
+                self.stream.put(tail)
+                self._fail(f"the server closed the SSE stream after event {last} before the answer and mcpx could not "
+                           f"resume it: the resumed stream ended after event {last}, which mcpx had resumed from before "
+                           f"(no newer event); {self.without}")
+                return
             if inside:
                 self._fail(f"the server closed the SSE stream after event {last} before the answer, inside an event larger "
                        f"than mcpx_max_body: not resumed; {self.without}")
@@ -483,15 +492,23 @@ class Relay:
 
 def retry_of(ev: Event) -> int | None:
     """The last valid ``retry`` field of ``ev`` (milliseconds; WHATWG HTML 9.2.6: ASCII digits only
-    after one optional space, else ignored), or None."""
+    after one optional space, else ignored), or None. A value of more than :data:`RETRY_DIGITS`
+    digits (leading zeros aside) is :data:`RETRY_HUGE` (int() refuses more than 4300 digits, and
+    any such wait is capped anyway: :data:`RETRY_CAP_MS`)."""
     retry = None
     for line, _ in ev.lines:
         name, _, value = line.partition(b":")
         if name == b"retry":
             value = value[1:] if value[:1] == b" " else value
             if value.isdigit():
-                retry = int(value)
+                digits = value.lstrip(b"0")
+                retry = int(digits or b"0") if len(digits) <= RETRY_DIGITS else RETRY_HUGE
     return retry
+
+
+def retry_text(retry_ms: int) -> str:
+    """A ``retry`` for a record: ``"50 ms"``, or for one :func:`retry_of` did not read out, ``"over 999999999999999 ms"``."""
+    return f"over {RETRY_HUGE - 1} ms" if retry_ms >= RETRY_HUGE else f"{retry_ms} ms"
 
 
 def _length_unknown(request: http.Request, response: http.Response) -> bool:
