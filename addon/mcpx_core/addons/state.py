@@ -59,10 +59,10 @@ class FlowUpstream:
 
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
                    on_chunk=None, stop=None, timeout: float = 600.0, client_headers: bool = False, detached: bool = False,
-                   on_broken=None, idle: bool = False):
+                   on_broken=None, idle: bool = False, on_undecodable=None):
         """``client_headers``: also the client's other end-to-end headers (a custom API key, say),
         but never its MCP session and routing headers. ``detached``: the flow may have ended
-        (:meth:`upstream.Sender.available`); ``on_broken``, ``idle``: as :meth:`upstream.Sender.send`'s. A
+        (:meth:`upstream.Sender.available`); ``on_broken``, ``idle``, ``on_undecodable``: as :meth:`upstream.Sender.send`'s. A
         request other than a POST and without a body (the GET that resumes a call's stream, a
         listen's GET, a DELETE) has no ``Content-Type``."""
         from ..bridge import Reply
@@ -78,7 +78,8 @@ class FlowUpstream:
             for k, v in self._copied.items():
                 out.setdefault(k, v)
         r = await self.sender.send(self.flow, method, body, out, purpose, timeout=timeout, on_chunk=on_chunk, stop=stop, url=self.url,
-                                   detached=detached, on_broken=on_broken, idle=idle)
+                                   detached=detached, on_broken=on_broken, idle=idle,
+                                   on_undecodable=on_undecodable)
         return Reply(r.status, r.headers, r.body, r.flow.id, r.undecoded)
 
     def abort(self, flow_id: str) -> None:

@@ -56,11 +56,15 @@ class Upstream(Protocol):
     session); ``on_broken``: called once with the reason when a streamed answer breaks off before its
     end (``on_chunk(b"")`` then never comes; :meth:`mcpx_core.upstream.Sender.send`); ``timeout``:
     seconds, the whole request's, or with ``idle`` each wait for a byte of the answer's (a stream the
-    server keeps feeding is never cut). Raises :class:`mcpx_core.upstream.UpstreamError`."""
+    server keeps feeding is never cut); ``on_undecodable``: called with the
+    :class:`~mcpx_core.framing.encoding.DecodeFailed` and the compressed byte offset when a streamed
+    answer stops decoding (its Content-Encoding), instead of the final ``on_chunk(b"")`` (so it is not
+    taken for the server's close). Raises :class:`mcpx_core.upstream.UpstreamError`."""
 
     async def send(self, body: bytes, headers: dict[str, str], purpose: str, *, method: str = "POST",
                    on_chunk: Callable[[bytes], None] | None = None, stop: Any = None, timeout: float = 600.0,
-                   detached: bool = False, on_broken: Callable[[str], None] | None = None, idle: bool = False) -> Reply: ...
+                   detached: bool = False, on_broken: Callable[[str], None] | None = None, idle: bool = False,
+                   on_undecodable: Callable[[Any, int], None] | None = None) -> Reply: ...
 
     def abort(self, flow_id: str) -> None:
         """End a request sent with :meth:`send` that still runs."""

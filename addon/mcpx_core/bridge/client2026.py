@@ -69,8 +69,9 @@ from .. import revisions
 from ..changes import Change
 from ..downgrade import classify, downgrade, downgrade_params
 from ..framing import json_body
+from ..framing.encoding import DecodeFailed
 from ..framing.sse import SSEParser, json_values
-from ..rewrite import PRIMING_RULE
+from ..rewrite import PRIMING_RULE, undecodable_detail
 from ..session import Session
 from . import Answer, Pass, Reply, Streamed, Upstream
 from .era import first_response
@@ -400,7 +401,9 @@ class Client2026Bridge:
         # (no GET, no event ids), so mcpx resumes upstream with GET + Last-Event-ID, after ``retry``
         # (capped, resume.RETRY_CAP_MS), again after each close that follows a newer id
         # (``resumed``: every id resumed from: one that comes back is no newer event, or the resumes would loop)
-        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None, "resumed": set()}
+        # (``undecodable``: the record's detail once the stream stopped decoding: the call ends, never resumed)
+        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None, "resumed": set(),
+                  "undecodable": None}
 
         def end(why: str | None = None) -> None:
             """No more of the call comes; ``why``: the resume that failed (the client's -32603 says it)."""
@@ -414,9 +417,8 @@ class Client2026Bridge:
             held.done = True
             held.queue.put_nowait(None)
 
-        def on_chunk(chunk: bytes) -> None:
-            parser = stream["parser"]
-            events = parser.feed(chunk) if chunk else parser.close()[0]  # (a cut event's bytes: sent again after the last id)
+        def take(events: list) -> None:
+            """The call's messages in ``events`` (complete SSE events) to ``held.queue``; their last id, retry."""
             for ev in events:
                 if ev.last_id is not None:
                     stream["last"] = ev.last_id
@@ -428,6 +430,12 @@ class Client2026Bridge:
                     if isinstance(m, dict) and m.get("id") == minted and ("result" in m or "error" in m):
                         stream["answered"] = True
                     held.queue.put_nowait(m)
+
+        def on_chunk(chunk: bytes) -> None:
+            if stream["undecodable"] is not None:  # (nothing after a fault in the encoding is read)
+                return
+            parser = stream["parser"]
+            take(parser.feed(chunk) if chunk else parser.close()[0])  # (a cut event's bytes: sent again after the last id)
             if chunk == b"":
                 last = stream["last"]
                 if stream["answered"] or not last:
@@ -442,6 +450,37 @@ class Client2026Bridge:
                     held.resuming = asyncio.get_running_loop().create_task(resume(last, stream["retry"]))
                     self._tasks.add(held.resuming)
                     self._tasks = {t for t in self._tasks if not t.done()}
+            if not first.done():
+                first.set_result(True)
+
+        def on_undecodable(failed: DecodeFailed, at: int) -> None:
+            """The call's SSE stream (the POST's, or a resuming GET's) stopped decoding (its
+            Content-Encoding) at compressed byte ``at`` (``failed``: the fault): no close of the server's,
+            so never resumed. The complete events before it are used (an unfinished one dropped); then,
+            unless they held the answer, the call ends with -32603 saying why; one ``passthrough`` record
+            and one warning line; its request is ended (``upstream.abort``: here when its flow is known, else
+            once ``upstream.send`` returns it), so it no longer streams unread."""
+            if stream["undecodable"] is not None:
+                return
+            events, tail = stream["parser"].close()
+            take(events)
+            detail = undecodable_detail(at, failed, len(tail))
+            if stream["answered"]:
+                detail += "; after the call's answer: its upstream request ended"
+            else:
+                where = ("SSE answer" if stream["resumed_from"] is None
+                         else f"resumed SSE stream (after event {stream['resumed_from']})")
+                held.ended = (f"the server's {where} stopped decoding at compressed byte {at} ({type(failed.error).__name__}: "
+                              f"{failed.error}): mcpx ended the call's upstream request (not resumed: the server had not "
+                              "closed the stream)")
+                detail += "; the call ends with -32603, its upstream request ended, not resumed"
+            stream["undecodable"] = detail
+            logger.warning(f"mcpx: {NAME}: {method}: {detail}")
+            self.rw.passthrough(exch, "s2c", detail)
+            if held.flow_id:  # the stream's own flow, or (a GET not yet answered) the ended one before it: a no-op
+                asyncio.get_running_loop().call_soon(upstream.abort, held.flow_id)  # (not inside mitmproxy's stream callback)
+            held.done = True
+            held.queue.put_nowait(None)
             if not first.done():
                 first.set_result(True)
 
@@ -470,16 +509,24 @@ class Client2026Bridge:
                 on_chunk(chunk)
                 if not resumed.done():
                     resumed.set_result(True)
+
+            def undecodable(failed: DecodeFailed, at: int) -> None:
+                on_undecodable(failed, at)
+                if not resumed.done():
+                    resumed.set_result(True)
             try:
                 # detached: the client's flow this call came on may have ended (answered input_required
                 # before the server closed the stream); the GET is still for that flow's server
                 reply = await upstream.send(b"", headers, f"GET resuming {method} after event {last}, for a 2026-07-28 client",
                                             method="GET", on_chunk=got, stop=resumed, on_broken=lambda why: got(b""), idle=True,
-                                            detached=True)
+                                            detached=True, on_undecodable=undecodable)
             except Exception as e:  # no answer to the GET: the call ends, its -32603 says why
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
             held.flow_id = reply.flow_id
+            if stream["undecodable"] is not None:  # it stopped decoding before the GET was returned: ended here
+                upstream.abort(reply.flow_id)
+                return
             if held.expired:  # forgotten while the GET waited for its first chunk: ended as _expire ends it
                 upstream.abort(reply.flow_id)
                 return
@@ -493,8 +540,11 @@ class Client2026Bridge:
         # idle: the POST (and each resuming GET) is ended only after 600 s without a byte from the server, never
         # while it streams (as on a direct connection; a call may stream its progress for longer)
         reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
-                                    on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""), idle=True)
+                                    on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""), idle=True,
+                                    on_undecodable=on_undecodable)
         held.flow_id, held.via = reply.flow_id, upstream
+        if stream["undecodable"] is not None:  # it stopped decoding before the POST was returned: ended here
+            upstream.abort(reply.flow_id)
         if reply.status == 404 and up.session.upstream_id and again:
             # the server no longer knows the upstream session (restarted, expired): a new one, and once more
             self.forget_session(up.session)
