@@ -61,7 +61,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -490,30 +490,30 @@ class Client2026Bridge:
                                          detail=f"the server closed the call's SSE stream after event {last} without its answer: "
                                                 f"resumed with GET and Last-Event-ID (retry {retry_text(retry_ms)}{capped})")],
                            "s2c", up.session.server_rev, LATEST)
+            def not_made() -> None:  # the client will never read it: no GET (the server would hold it open for nobody)
+                logger.info(f"mcpx: {NAME}: the input_required round trip of {method} was forgotten: its resume after "
+                            f"event {last} not made")
             try:
                 await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
             except asyncio.CancelledError:  # the round trip expired meanwhile (_expire cancels this task)
                 if held.expired:
-                    logger.info(f"mcpx: {NAME}: the input_required round trip of {method} was forgotten: its resume after "
-                                f"event {last} not made")
+                    not_made()
                 raise
-            if held.expired:  # the client will never read it: no GET (the server would hold it open for nobody)
-                logger.info(f"mcpx: {NAME}: the input_required round trip of {method} was forgotten: its resume after "
-                            f"event {last} not made")
+            if held.expired:
+                not_made()
                 return
             stream["parser"] = SSEParser()
             headers = {**self._headers(up), "accept": "text/event-stream", "last-event-id": last}
             resumed: asyncio.Future = asyncio.get_running_loop().create_future()
 
-            def got(chunk: bytes) -> None:
-                on_chunk(chunk)
-                if not resumed.done():
-                    resumed.set_result(True)
-
-            def undecodable(failed: DecodeFailed, at: int) -> None:
-                on_undecodable(failed, at)
-                if not resumed.done():
-                    resumed.set_result(True)
+            def streaming(handler: Callable[..., None]) -> Callable[..., None]:
+                """``handler``, then the GET counts as answered with a stream (``resumed``)."""
+                def call(*args: Any) -> None:
+                    handler(*args)
+                    if not resumed.done():
+                        resumed.set_result(True)
+                return call
+            got, undecodable = streaming(on_chunk), streaming(on_undecodable)
             try:
                 # detached: the client's flow this call came on may have ended (answered input_required
                 # before the server closed the stream); the GET is still for that flow's server
@@ -524,10 +524,8 @@ class Client2026Bridge:
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
             held.flow_id = reply.flow_id
-            if stream["undecodable"] is not None:  # it stopped decoding before the GET was returned: ended here
-                upstream.abort(reply.flow_id)
-                return
-            if held.expired:  # forgotten while the GET waited for its first chunk: ended as _expire ends it
+            if stream["undecodable"] is not None or held.expired:
+                # it stopped decoding, or the round trip was forgotten, before the GET was returned: ended here
                 upstream.abort(reply.flow_id)
                 return
             if not resumed.done():  # it did not stream (an error status, JSON, an encoding mcpx cannot decode)
