@@ -15,70 +15,13 @@ import time
 import orjson
 import pytest
 
+from polling_lib import PROGRESS, Misbehaving, polled
 from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
 
 NEW = "2026-07-28"
 RULE = "TR-sse-priming-polling"
 META = {"io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}}
-PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1, "total": 2}}
-PROGRESS_EVENT = b"event: message\ndata: " + orjson.dumps(PROGRESS) + b"\n\n"
-#: a retry field of 5000 ASCII digits: valid (WHATWG: digits only), beyond int()'s 4300-digit limit
-HUGE = b"9" * 5000
-
-
-def polled(rid) -> bytes:
-    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "polled"}]}})
-
-
-class Misbehaving(ScriptedMcpHandler):
-    """A 2025-11-25 server that polls; it stands for a faulty or hostile one (the faults need a server
-    that sends them on cue). ``tools/call``, by tool name, gets on its SSE answer:
-
-    - ``huge-retry``: in one chunk, a priming event ``ev-1`` with ``retry:`` of 5000 digits, then
-      ``ev-2`` with ``retry: 0`` and a progress notification; the stream ends. A GET after ``ev-2``
-      gets the result (``ev-3``).
-    - ``huge-wait``: ``ev-1`` priming with ``retry:`` of 5000 digits, ``ev-2`` progress; the stream
-      ends (mcpx must wait its cap: no GET within the test).
-    - ``cycle``: ``ev-1`` priming (retry 0), ``ev-2`` progress, end. A GET after ``ev-2`` gets ``ev-3``
-      progress, end; after ``ev-3``: ``ev-2`` progress again, end (an id that comes back: it loops);
-      the result never comes.
-
-    Every GET is kept in ``gets`` as its ``Last-Event-ID``."""
-
-    REVISION = "2025-11-25"
-    SESSION = "mis-1"
-    gets: list = []
-    calls: list = []
-
-    def answer(self, body):
-        if "id" not in body:
-            self.send_accepted()
-            return
-        name = body["params"]["name"]
-        self.calls.append((name, body["id"]))
-        self.start_sse()
-        if name == "huge-retry":
-            self.chunk(b"id: ev-1\nretry: " + HUGE + b"\ndata: \n\nid: ev-2\nretry: 0\n" + PROGRESS_EVENT)
-        elif name == "huge-wait":
-            self.chunk(b"id: ev-1\nretry: " + HUGE + b"\ndata: \n\nid: ev-2\n" + PROGRESS_EVENT)
-        else:
-            self.chunk(b"id: ev-1\nretry: 0\ndata: \n\n")
-            self.chunk(b"id: ev-2\n" + PROGRESS_EVENT)
-        self.chunk(b"")
-        self.close_connection = True
-
-    def do_GET(self):
-        last = self.headers.get("last-event-id")
-        self.gets.append(last)
-        name, rid = self.calls[-1]
-        self.close_connection = True
-        self.start_sse()
-        if name == "cycle":
-            self.chunk((b"id: ev-3\n" if last == "ev-2" else b"id: ev-2\n") + PROGRESS_EVENT)
-        else:
-            self.chunk(b"id: ev-3\nevent: message\ndata: " + polled(rid) + b"\n\n")
-        self.chunk(b"")
 
 
 @pytest.fixture

@@ -5,67 +5,23 @@ tests/e2e/test_bridge_resume_loops.py.
 """
 from __future__ import annotations
 
-import json
 
-import orjson
 import pytest
 
-from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
+import polling_lib
+from polling_lib import PROGRESS_EVENT
+from proxy_lib import Client, Proxy, serve
 
 OLD = "2025-03-26"
 NEW = "2025-11-25"
 RULE = "TR-sse-priming-polling"
-PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1, "total": 2}}
-PROGRESS_EVENT = b"event: message\ndata: " + orjson.dumps(PROGRESS) + b"\n\n"
 NOT_DELIVERED = b": mcpx: message not delivered to this client revision\n\n"
-HUGE = b"9" * 5000
 
 
-class Misbehaving(ScriptedMcpHandler):
-    """A 2025-11-25 server that polls; it stands for a faulty or hostile one (the faults need a server
-    that sends them on cue). Session ``mis-1``. ``tools/call``, by tool name, gets on its SSE answer:
+class Misbehaving(polling_lib.Misbehaving):
+    """:class:`polling_lib.Misbehaving` with event ids ``e1``, ``e2``, ``e3``."""
 
-    - ``huge-retry``: in one chunk, a priming event ``e1`` with ``retry:`` of 5000 digits, then ``e2``
-      with ``retry: 0`` and a progress notification; the stream ends. A GET after ``e2`` gets the
-      result (``e3``).
-    - ``cycle``: ``e1`` priming (retry 0), ``e2`` progress, end. A GET after ``e2`` gets ``e3``
-      progress, end; after ``e3``: ``e2`` progress again, end (an id that comes back: it loops); the
-      result never comes.
-
-    Every GET is kept in ``gets`` as its ``Last-Event-ID``."""
-
-    REVISION = NEW
-    SESSION = "mis-1"
-    gets: list = []
-    calls: list = []
-
-    def answer(self, body):
-        if "id" not in body:
-            self.send_accepted()
-            return
-        name = body["params"]["name"]
-        self.calls.append((name, body["id"]))
-        self.start_sse()
-        if name == "huge-retry":
-            self.chunk(b"id: e1\nretry: " + HUGE + b"\ndata: \n\nid: e2\nretry: 0\n" + PROGRESS_EVENT)
-        else:
-            self.chunk(b"id: e1\nretry: 0\ndata: \n\n")
-            self.chunk(b"id: e2\n" + PROGRESS_EVENT)
-        self.chunk(b"")
-        self.close_connection = True
-
-    def do_GET(self):
-        last = self.headers.get("last-event-id")
-        self.gets.append(last)
-        name, rid = self.calls[-1]
-        self.close_connection = True
-        self.start_sse()
-        if name == "cycle":
-            self.chunk((b"id: e3\n" if last == "e2" else b"id: e2\n") + PROGRESS_EVENT)
-        else:
-            result = {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "polled"}]}}
-            self.chunk(b"id: e3\nevent: message\ndata: " + orjson.dumps(result) + b"\n\n")
-        self.chunk(b"")
+    ID = "e"
 
 
 @pytest.fixture
