@@ -13,6 +13,7 @@ the tests wait on those signals, never on a fixed delay.
 from __future__ import annotations
 
 import http.client
+import io
 import itertools
 import json
 import threading
@@ -151,7 +152,28 @@ def test_an_open_listen_stream_keeps_its_upstream_session(server, tmp_path):
     assert [x for x in Legacy.seen if x[0] == "GET"] == [("GET", "legacy-1", None)]
 
 
-class Holding(Legacy):
+ASK = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
+       "params": {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}}
+
+
+class Asking(Legacy):
+    """Legacy, but its subclasses answer ``tools/call`` themselves, asking the client :data:`ASK`."""
+
+    def asked(self) -> bool:
+        """A ``tools/call`` POST: kept in ``seen``, its SSE answer started (True); any other POST
+        answered as :class:`Legacy` does (False)."""
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        if json.loads(raw).get("method") != "tools/call":
+            self.rfile = io.BytesIO(raw)
+            self.headers.replace_header("content-length", str(len(raw)))
+            Legacy.do_POST(self)
+            return False
+        self.seen.append(("POST", self.headers.get("mcp-session-id"), "tools/call"))
+        self.start_sse()
+        return True
+
+
+class Holding(Asking):
     """Legacy, but tools/call asks the client a question (elicitation/create) on its SSE answer and holds
     the stream open until mcpx closes it (``closed``); DELETE is answered 405 (a server that lets no
     client end its session, 2025-11-25 transports.mdx); nothing else would ever end that stream."""
@@ -159,17 +181,9 @@ class Holding(Legacy):
     closed = threading.Event()
 
     def do_POST(self):
-        raw = self.rfile.read(int(self.headers["content-length"]))
-        body = json.loads(raw)
-        if body.get("method") != "tools/call":
-            self.rfile = __import__("io").BytesIO(raw)
-            self.headers.replace_header("content-length", str(len(raw)))
-            return super().do_POST()
-        self.seen.append(("POST", self.headers.get("mcp-session-id"), "tools/call"))
-        self.start_sse()
-        ask = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
-               "params": {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}}
-        self.chunk(b"data: " + orjson.dumps(ask) + b"\n\n")
+        if not self.asked():
+            return
+        self.chunk(b"data: " + orjson.dumps(ASK) + b"\n\n")
         self.connection.settimeout(60)
         try:
             self.connection.recv(1)  # b"": mcpx closed the upstream call
@@ -219,7 +233,7 @@ def test_a_held_round_trip_that_expires_ends_its_upstream_call(holding, tmp_path
 RETRY_MS = 10000
 
 
-class PollingHolding(Legacy):
+class PollingHolding(Asking):
     """Legacy (DELETE answered 200), but tools/call asks the client a question (elicitation/create) in
     an event with id ``ev-1`` and ``retry: 10000`` (10 s), then ends the stream without the call's
     answer: SSE polling (2025-11-25 basic/transports.mdx:107-115), the call to be resumed with GET and
@@ -229,17 +243,9 @@ class PollingHolding(Legacy):
     got = threading.Event()
 
     def do_POST(self):
-        raw = self.rfile.read(int(self.headers["content-length"]))
-        body = json.loads(raw)
-        if body.get("method") != "tools/call":
-            self.rfile = __import__("io").BytesIO(raw)
-            self.headers.replace_header("content-length", str(len(raw)))
-            return super().do_POST()
-        self.seen.append(("POST", self.headers.get("mcp-session-id"), "tools/call"))
-        self.start_sse()
-        ask = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
-               "params": {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}}
-        self.chunk(b"id: ev-1\nretry: %d\ndata: " % RETRY_MS + orjson.dumps(ask) + b"\n\n")
+        if not self.asked():
+            return
+        self.chunk(b"id: ev-1\nretry: %d\ndata: " % RETRY_MS + orjson.dumps(ASK) + b"\n\n")
         self.chunk(b"")
         self.close_connection = True
 
