@@ -10,7 +10,10 @@ Processes (all on 127.0.0.1, all ended at the end by their own handles):
   unless told to stream it; mcpx streams every SSE response itself).
 
 For JSON responses also ``mitmdump -s bench/noop_addon.py`` (an addon with mcpx's hook methods
-that does nothing): mitmproxy's cost of running any addon, so that mcpx's own share shows.
+that does nothing): mitmproxy's cost of running any addon, so that mcpx's own share shows. In the
+rewrite-heavy part (2b), JSON responses also go through ``mitmdump -s bench/floor_addon.py``, which
+only parses and re-serialises each body: the lowest p50 ratio any addon that rewrites a JSON body
+can reach on it.
 
 Placement: with two or more cores, each proxy runs pinned to the last core and the servers and the
 load client to the others (``sched_setaffinity``), the same for every proxy measured.
@@ -110,6 +113,8 @@ PEER_CPUS = set(_CPUS[:-1]) if len(_CPUS) >= 2 else None
 
 
 NOOP_ADDON = HERE / "noop_addon.py"
+#: parses and re-serialises each JSON response, nothing else: the floor of any rewriting addon
+FLOOR_ADDON = HERE / "floor_addon.py"
 #: the mcpx script the "mcpx" proxies load (bench.py --addon: another tree's, for a before/after run)
 MCPX_SCRIPT = ADDON
 
@@ -244,6 +249,7 @@ class Bench:
                 proxies[("before", t)] = self._add(start_proxy(f"before-raw-{t}", srv, mcpx=False, script=before))
             if t == "json":
                 proxies[("noop", t)] = self._add(start_proxy(f"noop-raw-{t}", srv, mcpx=False, script=NOOP_ADDON))
+                proxies[("floor", t)] = self._add(start_proxy(f"floor-raw-{t}", srv, mcpx=False, script=FLOOR_ADDON))
             else:
                 proxies[("bare stream", t)] = self._add(start_proxy(f"bare-raw-{t}-stream", srv, mcpx=False, stream=True))
         rows = []
@@ -277,6 +283,9 @@ class Bench:
                        "p50 ratios": sorted(m["p50"] / b["p50"] for m, b in zip(runs["mcpx"], runs["bare"])),
                        "rps ratio": med["mcpx"]["rps"] / med["bare"]["rps"],
                        "us per record": (med["mcpx"]["cpu"] - med["bare"]["cpu"]) / max(n_rec, 1) * 1e6}
+                if "floor" in med:
+                    row["floor p50 ratio"] = med["floor"]["p50"] / med["bare"]["p50"]
+                    row["floor p50 ratios"] = sorted(f["p50"] / b["p50"] for f, b in zip(runs["floor"], runs["bare"]))
                 if "before" in med:
                     row["before p50 ratio"] = med["before"]["p50"] / med["bare"]["p50"]
                     row["before p50 ratios"] = sorted(m["p50"] / b["p50"] for m, b in zip(runs["before"], runs["bare"]))
@@ -287,6 +296,8 @@ class Bench:
                          f"{row['p50 ratios'][-1]:.2f}x), req/s {row['rps ratio']:.2f}x, proxy CPU/call "
                          f"{med['bare']['cpu']*1e3:.2f} -> {med['mcpx']['cpu']*1e3:.2f} ms ({n_rec} records: "
                          f"{row['us per record']:.1f} us each)"
+                         + (f"; floor addon: p50 {row['floor p50 ratio']:.2f}x, CPU/call {med['floor']['cpu']*1e3:.2f} ms"
+                            if "floor" in med else "")
                          + (f"; before: p50 {row['before p50 ratio']:.2f}x, CPU/call {med['before']['cpu']*1e3:.2f} ms "
                             f"({row['before us per record']:.1f} us/record)" if "before" in med else ""))
         return rows
