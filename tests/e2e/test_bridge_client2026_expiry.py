@@ -294,3 +294,115 @@ def test_a_held_round_trip_that_expires_before_its_resume_sends_no_get(polling_h
                                    ("POST", "legacy-1", "tools/call")]
     assert recs == [("bridge", "TR-sse-priming-polling", "the server closed the call's SSE stream after event ev-1 without its "
                                                          "answer: resumed with GET and Last-Event-ID (retry 10000 ms)")]
+
+
+PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1}}
+#: CALL_IDLE is 600 s; a script sets it to 1 s in mitmdump (as HELD_TTL above)
+CALL_IDLE_SCRIPT = "import mcpx_core.bridge.client2026 as c\nc.CALL_IDLE = 1.0\n"
+IDLE_TEXT = "no JSON-RPC message from the server for 1 s: mcpx ended the call's upstream request"
+
+
+class Silent(Asking):
+    """Legacy, but tools/call streams one progress notification, then nothing, holding the stream open
+    until mcpx closes it (``closed``)."""
+
+    closed = threading.Event()
+
+    def do_POST(self):
+        if not self.asked():
+            return
+        self.chunk(b"data: " + orjson.dumps(PROGRESS) + b"\n\n")
+        self.connection.settimeout(60)
+        try:
+            self.connection.recv(1)  # b"": mcpx closed the upstream call
+        except OSError:
+            pass
+        self.closed.set()
+        self.close_connection = True
+
+
+@pytest.fixture
+def silent():
+    Silent.closed.clear()
+    Silent.numbers = itertools.count(1)
+    yield from serve(Silent, "seen", "deletes")
+
+
+def sse_messages(body: bytes) -> list[dict]:
+    return [orjson.loads(line[6:]) for line in body.splitlines() if line.startswith(b"data: ")]
+
+
+def test_a_call_without_a_message_for_call_idle_ends_with_why_and_its_upstream_request_ends(silent, tmp_path):
+    """The server sends a progress notification, then nothing, and keeps the call's stream open. After
+    CALL_IDLE (here 1 s: a script sets it in mitmdump) without a message, the client gets the progress
+    notification and -32603 saying why, with one passthrough record and one warning line, and mcpx ends
+    the upstream request (the server sees its connection closed). Before, the client got -32603 "the
+    server ended the call without an answer" (untrue), and the upstream request went on for nobody."""
+    script = tmp_path / "call_idle.py"
+    script.write_text(CALL_IDLE_SCRIPT)
+    with Proxy(f"http://127.0.0.1:{silent}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
+        status, body = post(px.port, call(7, "quiet"), "x")
+        assert Silent.closed.wait(20), "the upstream call is still open"
+        out = wait_output(px, "the call ends with -32603")
+        recs = [(r["action"], r["rule"], r["detail"]) for r in px.changes() if r["action"] == "passthrough"]
+    assert status == 200
+    assert sse_messages(body) == [PROGRESS, {"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": f"mcpx: {IDLE_TEXT}"}}]
+    assert recs == [("passthrough", "PASSTHROUGH-error", f"{IDLE_TEXT}; the call ends with -32603")]
+    lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "the call ends with -32603" in line]
+    assert lines == [f"mcpx: client2026: tools/call: {IDLE_TEXT}; the call ends with -32603"]
+
+
+class SilentPolling(Asking):
+    """Legacy, but tools/call sends a progress notification in an event with id ``ev-1`` and
+    ``retry: 10000`` (10 s), then ends the stream without the call's answer: SSE polling, to be
+    resumed after 10 s. A GET is kept in ``seen`` and signals ``got``."""
+
+    got = threading.Event()
+
+    def do_POST(self):
+        if not self.asked():
+            return
+        self.chunk(b"id: ev-1\nretry: %d\ndata: " % RETRY_MS + orjson.dumps(PROGRESS) + b"\n\n")
+        self.chunk(b"")
+        self.close_connection = True
+
+    def do_GET(self):
+        self.seen.append(("GET", self.headers.get("mcp-session-id"), self.headers.get("last-event-id")))
+        self.got.set()
+        self.start_sse()
+        self.release.wait(30)
+
+
+@pytest.fixture
+def silent_polling():
+    SilentPolling.got.clear()
+    SilentPolling.release.clear()
+    SilentPolling.numbers = itertools.count(1)
+    yield from serve(SilentPolling, "seen", "deletes")
+    SilentPolling.release.set()
+
+
+def test_a_call_that_ends_for_call_idle_while_its_resume_waits_sends_no_get(silent_polling, tmp_path):
+    """The server closed the call's stream after event ev-1 (to be resumed after its 10 s ``retry``);
+    CALL_IDLE (1 s, set by a script) passes first: the call ends with -32603 saying why, and its resume
+    is cancelled: no GET is sent (the client no longer waits for the call), one info line says so. The
+    server is watched until 5 s past the resume's time."""
+    script = tmp_path / "call_idle.py"
+    script.write_text(CALL_IDLE_SCRIPT)
+    with Proxy(f"http://127.0.0.1:{silent_polling}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
+        status, body = post(px.port, call(8, "quiet"), "x")
+        closed = time.monotonic()
+        assert time.monotonic() < closed + RETRY_MS / 1000
+        assert not SilentPolling.got.wait(closed + RETRY_MS / 1000 + 5 - time.monotonic()), "the resuming GET was sent"
+        out = wait_output(px, "not made")
+        recs = [(r["action"], r["rule"], r["detail"]) for r in px.changes() if r["rule"] in ("TR-sse-priming-polling", "PASSTHROUGH-error")]
+    assert status == 200
+    assert sse_messages(body) == [PROGRESS, {"jsonrpc": "2.0", "id": 8, "error": {"code": -32603, "message": f"mcpx: {IDLE_TEXT}"}}]
+    assert SilentPolling.seen == [("POST", None, "initialize"), ("POST", "legacy-1", "notifications/initialized"),
+                                  ("POST", "legacy-1", "tools/call")]
+    assert recs == [("bridge", "TR-sse-priming-polling", "the server closed the call's SSE stream after event ev-1 without its "
+                                                         "answer: resumed with GET and Last-Event-ID (retry 10000 ms)"),
+                    ("passthrough", "PASSTHROUGH-error", f"{IDLE_TEXT}; the call ends with -32603")]
+    lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "not made" in line]
+    assert lines == ["mcpx: client2026: the call tools/call ended after 1 s without a message from the server: its resume "
+                     "after event ev-1 not made"]

@@ -29,7 +29,8 @@ upgrade direction), and sends every request of that client on it. What each meth
   SSE stream, or a resumed stream with no newer id) ends the call with -32603 saying why, one
   ``passthrough`` record and one warning line. No overall time limit while the server streams: the
   POST and each GET are ended after 600 s without a byte (``Sender.send`` ``idle``), the call after
-  600 s without a message (-32603).
+  600 s without a message (``CALL_IDLE``: -32603 saying so, one ``passthrough`` record and one
+  warning line; its upstream request is ended and a resume of its stream cancelled).
 - ``subscriptions/listen`` (``SUB-listen``, ``TR-get-stream``): the client's POST becomes the
   upstream session's GET stream (``resources/subscribe`` first for the URIs it asks for); the first
   event the client gets is the ``notifications/subscriptions/acknowledged`` for what the server can
@@ -88,6 +89,10 @@ META_KEYS = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol
              "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/logLevel")
 STATE_PREFIX = "mcpx-rs1."
 HELD_TTL = 600.0
+#: seconds a bridged call waits for its next JSON-RPC message from the server (a message, not a byte:
+#: an idle POST or GET is ended by ``Sender.send`` after as long); then the call ends with -32603 and
+#: mcpx ends its upstream request (:meth:`Client2026Bridge._next`)
+CALL_IDLE = 600.0
 _IDS = itertools.count(1)
 #: no JSON-RPC id in an error mcpx answers (the request it refuses has none to answer)
 NO_ID = object()
@@ -145,6 +150,9 @@ class Held:
     resuming: asyncio.Task | None = None
     #: the round trip expired (nobody waits for the call): its stream is not resumed any more
     expired: bool = False
+    #: why nobody waits for the call any more, as the info line of a resume not made says it
+    #: (:meth:`Client2026Bridge._stop`)
+    stopped: str = ""
 
 
 class Client2026Bridge:
@@ -438,13 +446,13 @@ class Client2026Bridge:
             take(parser.feed(chunk) if chunk else parser.close()[0])  # (a cut event's bytes: sent again after the last id)
             if chunk == b"":
                 last = stream["last"]
-                if stream["answered"] or not last:
+                if stream["answered"] or not last or held.expired:  # (expired: nobody waits, nothing to resume or report)
                     end()
                 elif last == stream["resumed_from"]:
                     end("the resumed stream ended with no newer event")
                 elif last in stream["resumed"]:
                     end(f"the resumed stream ended after event {last}, which mcpx had resumed from before (no newer event)")
-                elif not held.expired:  # (an expired round trip's call is not resumed: nobody waits for it)
+                else:
                     stream["resumed_from"] = last
                     stream["resumed"].add(last)
                     held.resuming = asyncio.get_running_loop().create_task(resume(last, stream["retry"]))
@@ -491,11 +499,10 @@ class Client2026Bridge:
                                                 f"resumed with GET and Last-Event-ID (retry {retry_text(retry_ms)}{capped})")],
                            "s2c", up.session.server_rev, LATEST)
             def not_made() -> None:  # the client will never read it: no GET (the server would hold it open for nobody)
-                logger.info(f"mcpx: {NAME}: the input_required round trip of {method} was forgotten: its resume after "
-                            f"event {last} not made")
+                logger.info(f"mcpx: {NAME}: {held.stopped}: its resume after event {last} not made")
             try:
                 await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
-            except asyncio.CancelledError:  # the round trip expired meanwhile (_expire cancels this task)
+            except asyncio.CancelledError:  # nobody waits for the call any more (_stop cancels this task)
                 if held.expired:
                     not_made()
                 raise
@@ -584,8 +591,15 @@ class Client2026Bridge:
         asks: dict[str, dict] = {}
         while True:
             try:
-                m = await asyncio.wait_for(held.queue.get(), timeout=600)
+                m = await asyncio.wait_for(held.queue.get(), timeout=CALL_IDLE)
             except asyncio.TimeoutError:
+                # the server sent no message for CALL_IDLE s: the call ends, and so does its upstream request
+                # (and a resume of its stream, waiting or streaming), or they would go on for nobody
+                self._stop(held, f"the call {held.method} ended after {CALL_IDLE:g} s without a message from the server")
+                held.ended = (f"no JSON-RPC message from the server for {CALL_IDLE:g} s: mcpx ended the call's upstream request")
+                detail = f"{held.ended}; the call ends with -32603"
+                logger.warning(f"mcpx: {NAME}: {held.method}: {detail}")
+                self.rw.passthrough(exch, "s2c", detail)
                 m = None
             if m is None:
                 break
@@ -856,14 +870,21 @@ class Client2026Bridge:
         now = time.monotonic()
         for k in [k for k, h in self.held.items() if now - h.at > HELD_TTL]:
             h = self.held.pop(k)
-            h.expired = True
-            if h.resuming is not None and not h.resuming.done():
-                h.resuming.cancel()  # (Sender.send aborts a request it was sending when cancelled)
-            if h.flow_id and h.via is not None and not h.done:
-                try:
-                    h.via.abort(h.flow_id)
-                except Exception as e:  # never end the expiry loop
-                    logger.warning(f"mcpx: {NAME}: ending a held upstream call failed: {type(e).__name__}: {e}")
+            self._stop(h, f"the input_required round trip of {h.method} was forgotten")
+
+    def _stop(self, h: Held, why: str) -> None:
+        """Nobody waits for ``h``'s call any more (``why``: for the info line of a resume not made):
+        its stream is not resumed, a resume waiting the server's ``retry`` or sending its GET is
+        cancelled (``Sender.send`` aborts a request it was sending when cancelled), and its upstream
+        request, if still open, is ended."""
+        h.expired, h.stopped = True, why
+        if h.resuming is not None and not h.resuming.done():
+            h.resuming.cancel()
+        if h.flow_id and h.via is not None and not h.done:
+            try:
+                h.via.abort(h.flow_id)
+            except Exception as e:  # never end the expiry loop
+                logger.warning(f"mcpx: {NAME}: ending a held upstream call failed: {type(e).__name__}: {e}")
 
     def _busy(self, up: Upstream2026Session) -> bool:
         """Whether ``up`` is in use: a call in progress, an open listen stream, a held input_required round trip."""
