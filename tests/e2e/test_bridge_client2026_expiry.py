@@ -406,3 +406,135 @@ def test_a_call_that_ends_for_call_idle_while_its_resume_waits_sends_no_get(sile
     lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "not made" in line]
     assert lines == ["mcpx: client2026: the call tools/call ended after 1 s without a message from the server: its resume "
                      "after event ev-1 not made"]
+
+
+class AskingWithNote(Legacy):
+    """Legacy, but tools/call (after ``lead`` seconds of progress notifications, one each 0.25 s) asks the
+    client a question (elicitation/create, id ``ask-1``), with a progress notification right after it in the
+    same chunk unless ``note`` is False, then waits (up to 20 s) for the answer to ``ask-1`` (a POST of
+    its own: ``answered``), ``delay`` seconds more, and answers the call on the same stream (``sent``: it
+    could write it). A POST answering ``ask-1`` is kept in ``answers``."""
+
+    answered = threading.Event()
+    sent = threading.Event()
+    delay = 0.0
+    lead = 0.0
+    note = True
+    answers: list = []
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers["content-length"]))
+        body = json.loads(raw)
+        if body.get("id") == "ask-1" and "method" not in body:
+            self.answers.append(body)
+            self.send_accepted()
+            self.answered.set()
+            return
+        if body.get("method") != "tools/call":
+            self.rfile = io.BytesIO(raw)
+            self.headers.replace_header("content-length", str(len(raw)))
+            Legacy.do_POST(self)
+            return
+        self.start_sse()
+        start = time.monotonic()
+        while time.monotonic() - start < self.lead:
+            self.chunk(b"data: " + orjson.dumps(PROGRESS) + b"\n\n")
+            time.sleep(0.25)
+        self.chunk(b"data: " + orjson.dumps(ASK) + b"\n\n" + (b"data: " + orjson.dumps(PROGRESS) + b"\n\n" if self.note else b""))
+        if not self.answered.wait(20):
+            return
+        time.sleep(self.delay)
+        try:
+            self.chunk(b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+                "content": [{"type": "text", "text": "answered"}]}}) + b"\n\n")
+            self.chunk(b"")
+            self.sent.set()
+        except OSError:
+            pass
+        self.close_connection = True
+
+
+@pytest.fixture
+def asking_with_note():
+    AskingWithNote.answered.clear()
+    AskingWithNote.sent.clear()
+    AskingWithNote.delay, AskingWithNote.lead, AskingWithNote.note = 0.0, 0.0, True
+    AskingWithNote.numbers = itertools.count(1)
+    yield from serve(AskingWithNote, "seen", "deletes", "answers")
+
+
+#: the call's answer as the client gets it (2026-07-28: ``resultType``)
+ANSWERED = {"content": [{"type": "text", "text": "answered"}], "resultType": "complete"}
+
+
+def asked_call(rid: int) -> dict:
+    msg = call(rid, "asked")
+    msg["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {}}
+    return msg
+
+
+def retry_of(msg: dict, body: bytes) -> dict:
+    """The client's retry of ``msg`` after the input_required answer ``body`` (the question answered)."""
+    result = sse_messages(body)[-1]["result"] if body.startswith(b"event") else orjson.loads(body)["result"]
+    assert result["resultType"] == "input_required" and list(result["inputRequests"]) == ["mcpx:ask-1"]
+    again = json.loads(json.dumps(msg))
+    again["params"].update(requestState=result["requestState"],
+                           inputResponses={"mcpx:ask-1": {"action": "accept", "content": {}}})
+    return again
+
+
+def test_a_question_followed_by_a_notification_is_asked_and_its_call_is_not_ended_for_call_idle(asking_with_note, tmp_path):
+    """The server asks a question and sends a progress notification with it, then waits for the answer
+    (as it must). mcpx asks the client (input_required) and keeps the upstream call open for the retry,
+    whose answer then comes. Before, mcpx kept reading after the notification, with the question pending,
+    until CALL_IDLE (1 s here, 600 s really) passed; then it ended the upstream request (a warning line
+    and a record saying the call ends with -32603) and still answered input_required: the retry waited
+    CALL_IDLE again for a call mcpx had ended, and got -32603."""
+    script = tmp_path / "call_idle.py"
+    script.write_text(CALL_IDLE_SCRIPT)
+    with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
+        msg = asked_call(9)
+        status, body = post(px.port, msg, "x")
+        assert status == 200
+        status, body = post(px.port, retry_of(msg, body), "x")
+        out = px.output()
+    assert AskingWithNote.answers == [{"jsonrpc": "2.0", "id": "ask-1", "result": {"action": "accept", "content": {}}}]
+    assert (status, orjson.loads(body)) == (200, {"jsonrpc": "2.0", "id": 9, "result": ANSWERED})
+    assert AskingWithNote.sent.is_set()
+    assert "the call ends with -32603" not in out
+
+
+def test_a_retried_round_trip_is_not_forgotten_while_its_answer_is_awaited(asking_with_note, tmp_path):
+    """The client retries at once; the server answers the call 2 s after it got the client's answer. The
+    round trip is no longer held once retried (HELD_TTL 1 s here, set by a script, counted from the
+    call's start): its answer comes. Before, the expiry loop forgot it while the retry waited (its
+    upstream request ended), and the retry got -32603 after CALL_IDLE (3 s here)."""
+    script = tmp_path / "ttls.py"
+    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\nc.CALL_IDLE = 3.0\n")
+    AskingWithNote.delay, AskingWithNote.note = 2.0, False
+    with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
+        msg = asked_call(10)
+        status, body = post(px.port, msg, "x")
+        assert status == 200
+        status, body = post(px.port, retry_of(msg, body), "x")
+        out = px.output()
+    assert (status, orjson.loads(body)) == (200, {"jsonrpc": "2.0", "id": 10, "result": ANSWERED})
+    assert "the call ends with -32603" not in out and "forgotten" not in out
+
+
+def test_a_round_trip_asked_after_held_ttl_of_streaming_is_held_for_its_retry(asking_with_note, tmp_path):
+    """The server streams progress for 1.5 s, then asks a question; the client retries at once and gets the
+    call's answer. HELD_TTL (1 s here, set by a script) counts from the input_required answer. Before, it
+    counted from the call's start: a round trip asked after HELD_TTL of streaming was forgotten at once,
+    and the retry got 400 "Invalid or expired requestState"."""
+    script = tmp_path / "held_ttl.py"
+    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\n")
+    AskingWithNote.lead, AskingWithNote.note = 1.5, False
+    with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
+        msg = asked_call(11)
+        status, body = post(px.port, msg, "x")
+        assert status == 200
+        time.sleep(0.6)  # (the expiry loop runs every 0.5 s here)
+        status, body = post(px.port, retry_of(msg, body), "x")
+    assert (status, sse_messages(body)[-1] if body.startswith(b"event") else orjson.loads(body)) == (200, {
+        "jsonrpc": "2.0", "id": 11, "result": ANSWERED})

@@ -590,6 +590,8 @@ class Client2026Bridge:
         notes: list[dict] = []
         asks: dict[str, dict] = {}
         while True:
+            if asks and held.queue.empty():  # (the server waits for the answers: ask now, never wait with a question pending)
+                break
             try:
                 m = await asyncio.wait_for(held.queue.get(), timeout=CALL_IDLE)
             except asyncio.TimeoutError:
@@ -649,6 +651,7 @@ class Client2026Bridge:
                 if out is not None:
                     notes.append(out)
         if asks:
+            held.at = time.monotonic()  # (HELD_TTL counts from the input_required answer, not from the call's start)
             self.held[held.handle] = held
             result = {"resultType": "input_required", "inputRequests": asks, "requestState": held.handle}
             if isinstance(s.server_info, dict):
@@ -701,6 +704,7 @@ class Client2026Bridge:
                 asks[f"mcpx-url:{i}"] = {"method": "elicitation/create", "params": {"mode": "url", **params}}
         held.replay = True
         held.done = True
+        held.at = time.monotonic()
         self.held[held.handle] = held
         self.rw.record(exch, [Change(pointer="/error", action="rewrite", rule="ELIC-url-required-error", before="error -32042",
                                      after=f"input_required with {len(asks)} URL elicitation(s)",
@@ -727,8 +731,10 @@ class Client2026Bridge:
         responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
         s = held.upstream.session
         exch.session = s
+        # no longer held while retried (_next holds it again if the server asks again): never forgotten by
+        # HELD_TTL while its answer is awaited (CALL_IDLE bounds that), nor retried twice at once
+        self.held.pop(held.handle, None)
         if held.replay:  # after URL elicitations: the original request once more (a new upstream call)
-            self.held.pop(held.handle, None)
             again = {k: v for k, v in msg.items()}
             again["params"] = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
             return await self._call(exch, again, held.upstream, upstream)
