@@ -179,11 +179,13 @@ class Holding(Asking):
     client end its session, 2025-11-25 transports.mdx); nothing else would ever end that stream."""
 
     closed = threading.Event()
+    #: the message it streams before it holds the stream open
+    EVENT = ASK
 
     def do_POST(self):
         if not self.asked():
             return
-        self.chunk(b"data: " + orjson.dumps(ASK) + b"\n\n")
+        self.chunk(b"data: " + orjson.dumps(self.EVENT) + b"\n\n")
         self.connection.settimeout(60)
         try:
             self.connection.recv(1)  # b"": mcpx closed the upstream call
@@ -241,11 +243,13 @@ class PollingHolding(Asking):
     until ``release``."""
 
     got = threading.Event()
+    #: the message of the event with id ev-1
+    EVENT = ASK
 
     def do_POST(self):
         if not self.asked():
             return
-        self.chunk(b"id: ev-1\nretry: %d\ndata: " % RETRY_MS + orjson.dumps(ASK) + b"\n\n")
+        self.chunk(b"id: ev-1\nretry: %d\ndata: " % RETRY_MS + orjson.dumps(self.EVENT) + b"\n\n")
         self.chunk(b"")
         self.close_connection = True
 
@@ -256,13 +260,18 @@ class PollingHolding(Asking):
         self.release.wait(30)
 
 
+def serve_polling(cls):
+    """The body of a fixture of :class:`PollingHolding` or a subclass."""
+    cls.got.clear()
+    cls.release.clear()
+    cls.numbers = itertools.count(1)
+    yield from serve(cls, "seen", "deletes")
+    cls.release.set()
+
+
 @pytest.fixture
 def polling_holding():
-    PollingHolding.got.clear()
-    PollingHolding.release.clear()
-    PollingHolding.numbers = itertools.count(1)
-    yield from serve(PollingHolding, "seen", "deletes")
-    PollingHolding.release.set()
+    yield from serve_polling(PollingHolding)
 
 
 def test_a_held_round_trip_that_expires_before_its_resume_sends_no_get(polling_holding, tmp_path):
@@ -302,23 +311,11 @@ CALL_IDLE_SCRIPT = "import mcpx_core.bridge.client2026 as c\nc.CALL_IDLE = 1.0\n
 IDLE_TEXT = "no JSON-RPC message from the server for 1 s: mcpx ended the call's upstream request"
 
 
-class Silent(Asking):
-    """Legacy, but tools/call streams one progress notification, then nothing, holding the stream open
-    until mcpx closes it (``closed``)."""
+class Silent(Holding):
+    """Holding, but what it streams is a progress notification: no question, then nothing."""
 
     closed = threading.Event()
-
-    def do_POST(self):
-        if not self.asked():
-            return
-        self.chunk(b"data: " + orjson.dumps(PROGRESS) + b"\n\n")
-        self.connection.settimeout(60)
-        try:
-            self.connection.recv(1)  # b"": mcpx closed the upstream call
-        except OSError:
-            pass
-        self.closed.set()
-        self.close_connection = True
+    EVENT = PROGRESS
 
 
 @pytest.fixture
@@ -352,34 +349,16 @@ def test_a_call_without_a_message_for_call_idle_ends_with_why_and_its_upstream_r
     assert lines == [f"mcpx: client2026: tools/call: {IDLE_TEXT}; the call ends with -32603"]
 
 
-class SilentPolling(Asking):
-    """Legacy, but tools/call sends a progress notification in an event with id ``ev-1`` and
-    ``retry: 10000`` (10 s), then ends the stream without the call's answer: SSE polling, to be
-    resumed after 10 s. A GET is kept in ``seen`` and signals ``got``."""
+class SilentPolling(PollingHolding):
+    """PollingHolding, but the event with id ``ev-1`` is a progress notification: no question."""
 
     got = threading.Event()
-
-    def do_POST(self):
-        if not self.asked():
-            return
-        self.chunk(b"id: ev-1\nretry: %d\ndata: " % RETRY_MS + orjson.dumps(PROGRESS) + b"\n\n")
-        self.chunk(b"")
-        self.close_connection = True
-
-    def do_GET(self):
-        self.seen.append(("GET", self.headers.get("mcp-session-id"), self.headers.get("last-event-id")))
-        self.got.set()
-        self.start_sse()
-        self.release.wait(30)
+    EVENT = PROGRESS
 
 
 @pytest.fixture
 def silent_polling():
-    SilentPolling.got.clear()
-    SilentPolling.release.clear()
-    SilentPolling.numbers = itertools.count(1)
-    yield from serve(SilentPolling, "seen", "deletes")
-    SilentPolling.release.set()
+    yield from serve_polling(SilentPolling)
 
 
 def test_a_call_that_ends_for_call_idle_while_its_resume_waits_sends_no_get(silent_polling, tmp_path):
@@ -508,9 +487,10 @@ def test_a_retried_round_trip_is_not_forgotten_while_its_answer_is_awaited(askin
     """The client retries at once; the server answers the call 2 s after it got the client's answer. The
     round trip is no longer held once retried (HELD_TTL 1 s here, set by a script, counted from the
     call's start): its answer comes. Before, the expiry loop forgot it while the retry waited (its
-    upstream request ended), and the retry got -32603 after CALL_IDLE (3 s here)."""
+    upstream request ended), and the retry got -32603 after CALL_IDLE (6 s here: a margin of 4 s over
+    the server's 2 s on a busy machine)."""
     script = tmp_path / "ttls.py"
-    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\nc.CALL_IDLE = 3.0\n")
+    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\nc.CALL_IDLE = 6.0\n")
     AskingWithNote.delay, AskingWithNote.note = 2.0, False
     with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
         msg = asked_call(10)
@@ -523,13 +503,14 @@ def test_a_retried_round_trip_is_not_forgotten_while_its_answer_is_awaited(askin
 
 
 def test_a_round_trip_asked_after_held_ttl_of_streaming_is_held_for_its_retry(asking_with_note, tmp_path):
-    """The server streams progress for 1.5 s, then asks a question; the client retries at once and gets the
-    call's answer. HELD_TTL (1 s here, set by a script) counts from the input_required answer. Before, it
+    """The server streams progress for 3 s, then asks a question; the client retries 0.6 s later and gets the
+    call's answer. HELD_TTL (2 s here, set by a script: a margin of 1.4 s on a busy machine) counts from the
+    input_required answer. Before, it
     counted from the call's start: a round trip asked after HELD_TTL of streaming was forgotten at once,
     and the retry got 400 "Invalid or expired requestState"."""
     script = tmp_path / "held_ttl.py"
-    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\n")
-    AskingWithNote.lead, AskingWithNote.note = 1.5, False
+    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 2.0\n")
+    AskingWithNote.lead, AskingWithNote.note = 3.0, False
     with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
         msg = asked_call(11)
         status, body = post(px.port, msg, "x")
