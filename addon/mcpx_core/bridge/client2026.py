@@ -48,7 +48,8 @@ mcpx's own (``mcpx-<n>``, ``RPC-request-id-reuse``), mapped back on the answer.
 
 Memory only (a restart or another replica makes a new upstream session on the next request, which
 the stateless 2026 client does not notice): upstream sessions, held input_required round trips
-(600 s, ``HELD_TTL``: then forgotten, their upstream call ended and a resume of its stream cancelled),
+(600 s from their input_required answer, ``HELD_TTL``: then forgotten, their upstream call ended and a
+resume of its stream cancelled; one being retried is not held),
 listen streams. An upstream session unused for ``mcpx_session_ttl`` (no call in progress,
 no open listen stream, no held round trip) is ended: mcpx sends the server ``DELETE`` with its
 ``Mcp-Session-Id``, as a legacy client ends a session (:meth:`Client2026Bridge.expire_idle`). A retry whose ``requestState`` this process does not hold gets -32602.
