@@ -309,6 +309,8 @@ PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"pr
 #: CALL_IDLE is 600 s; a script sets it to 1 s in mitmdump (as HELD_TTL above)
 CALL_IDLE_SCRIPT = "import mcpx_core.bridge.client2026 as c\nc.CALL_IDLE = 1.0\n"
 IDLE_TEXT = "no JSON-RPC message from the server for 1 s: mcpx ended the call's upstream request"
+#: the same, when the call's stream had ended and its resume waited the server's retry
+IDLE_RESUME_TEXT = "no JSON-RPC message from the server for 1 s: mcpx cancelled the resume of the call's SSE stream"
 
 
 class Silent(Holding):
@@ -363,9 +365,10 @@ def silent_polling():
 
 def test_a_call_that_ends_for_call_idle_while_its_resume_waits_sends_no_get(silent_polling, tmp_path):
     """The server closed the call's stream after event ev-1 (to be resumed after its 10 s ``retry``);
-    CALL_IDLE (1 s, set by a script) passes first: the call ends with -32603 saying why, and its resume
-    is cancelled: no GET is sent (the client no longer waits for the call), one info line says so. The
-    server is watched until 5 s past the resume's time."""
+    CALL_IDLE (1 s, set by a script) passes first: the call ends with -32603 saying why (the resume
+    cancelled: the call's upstream request was already over), and its resume is cancelled: no GET is
+    sent (the client no longer waits for the call), one info line says so. The server is watched until
+    5 s past the resume's time."""
     script = tmp_path / "call_idle.py"
     script.write_text(CALL_IDLE_SCRIPT)
     with Proxy(f"http://127.0.0.1:{silent_polling}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
@@ -376,12 +379,12 @@ def test_a_call_that_ends_for_call_idle_while_its_resume_waits_sends_no_get(sile
         out = wait_output(px, "not made")
         recs = [(r["action"], r["rule"], r["detail"]) for r in px.changes() if r["rule"] in ("TR-sse-priming-polling", "PASSTHROUGH-error")]
     assert status == 200
-    assert sse_messages(body) == [PROGRESS, {"jsonrpc": "2.0", "id": 8, "error": {"code": -32603, "message": f"mcpx: {IDLE_TEXT}"}}]
+    assert sse_messages(body) == [PROGRESS, {"jsonrpc": "2.0", "id": 8, "error": {"code": -32603, "message": f"mcpx: {IDLE_RESUME_TEXT}"}}]
     assert SilentPolling.seen == [("POST", None, "initialize"), ("POST", "legacy-1", "notifications/initialized"),
                                   ("POST", "legacy-1", "tools/call")]
     assert recs == [("bridge", "TR-sse-priming-polling", "the server closed the call's SSE stream after event ev-1 without its "
                                                          "answer: resumed with GET and Last-Event-ID (retry 10000 ms)"),
-                    ("passthrough", "PASSTHROUGH-error", f"{IDLE_TEXT}; the call ends with -32603")]
+                    ("passthrough", "PASSTHROUGH-error", f"{IDLE_RESUME_TEXT}; the call ends with -32603")]
     lines = [line.split("] ", 1)[-1] for line in out.splitlines() if "not made" in line]
     assert lines == ["mcpx: client2026: the call tools/call ended after 1 s without a message from the server: its resume "
                      "after event ev-1 not made"]

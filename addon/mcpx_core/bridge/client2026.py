@@ -598,8 +598,9 @@ class Client2026Bridge:
             except asyncio.TimeoutError:
                 # the server sent no message for CALL_IDLE s: the call ends, and so does its upstream request
                 # (and a resume of its stream, waiting or streaming), or they would go on for nobody
-                self._stop(held, f"the call {held.method} ended after {CALL_IDLE:g} s without a message from the server")
-                held.ended = (f"no JSON-RPC message from the server for {CALL_IDLE:g} s: mcpx ended the call's upstream request")
+                resume = self._stop(held, f"the call {held.method} ended after {CALL_IDLE:g} s without a message from the server")
+                held.ended = (f"no JSON-RPC message from the server for {CALL_IDLE:g} s: mcpx "
+                              + ("cancelled the resume of the call's SSE stream" if resume else "ended the call's upstream request"))
                 detail = f"{held.ended}; the call ends with -32603"
                 logger.warning(f"mcpx: {NAME}: {held.method}: {detail}")
                 self.rw.passthrough(exch, "s2c", detail)
@@ -879,19 +880,22 @@ class Client2026Bridge:
             h = self.held.pop(k)
             self._stop(h, f"the input_required round trip of {h.method} was forgotten")
 
-    def _stop(self, h: Held, why: str) -> None:
+    def _stop(self, h: Held, why: str) -> bool:
         """Nobody waits for ``h``'s call any more (``why``: for the info line of a resume not made):
         its stream is not resumed, a resume waiting the server's ``retry`` or sending its GET is
         cancelled (``Sender.send`` aborts a request it was sending when cancelled), and its upstream
-        request, if still open, is ended."""
+        request, if still open, is ended. Returns whether a resume was cancelled (the call's stream had
+        ended: its upstream request was already over)."""
         h.expired, h.stopped = True, why
-        if h.resuming is not None and not h.resuming.done():
+        resume = h.resuming is not None and not h.resuming.done()
+        if resume:
             h.resuming.cancel()
         if h.flow_id and h.via is not None and not h.done:
             try:
                 h.via.abort(h.flow_id)
             except Exception as e:  # never end the expiry loop
                 logger.warning(f"mcpx: {NAME}: ending a held upstream call failed: {type(e).__name__}: {e}")
+        return resume
 
     def _busy(self, up: Upstream2026Session) -> bool:
         """Whether ``up`` is in use: a call in progress, an open listen stream, a held input_required round trip."""
