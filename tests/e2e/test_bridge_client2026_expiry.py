@@ -488,8 +488,8 @@ def test_a_question_followed_by_a_notification_is_asked_and_its_call_is_not_ende
 
 def test_a_retried_round_trip_is_not_forgotten_while_its_answer_is_awaited(asking_with_note, tmp_path):
     """The client retries at once; the server answers the call 2 s after it got the client's answer. The
-    round trip is no longer held once retried (HELD_TTL 1 s here, set by a script, counted from the
-    call's start): its answer comes. Before, the expiry loop forgot it while the retry waited (its
+    round trip is no longer held once retried (HELD_TTL 1 s here, set by a script, counted from its
+    input_required answer): its answer comes. Before, the expiry loop forgot it while the retry waited (its
     upstream request ended), and the retry got -32603 after CALL_IDLE (6 s here: a margin of 4 s over
     the server's 2 s on a busy machine)."""
     script = tmp_path / "ttls.py"

@@ -4,7 +4,9 @@ adversarial review of bridge/client2026.py), through the real mitmdump:
 - the server closes the connection: the client gets 502 with a JSON-RPC error under its id, one
   passthrough record, and mitmdump prints one warning line, not a traceback;
 - the server answers truncated JSON: the client gets those bytes with its own id where the body named
-  mcpx's (``mcpx-<n>``), and a passthrough record says so.
+  mcpx's (``mcpx-<n>``), and a passthrough record says so;
+- the server answers an HTML error page (a gateway in front of it): the client gets it as it came, its
+  status and Content-Type, and a passthrough record says so.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ HEADERS = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mc
 
 
 class Legacy(ScriptedMcpHandler):
-    """A 2025-11-25 server: tools/call "close" closes the connection, "cut" answers truncated JSON."""
+    """A 2025-11-25 server: tools/call "close" closes the connection, "html" answers an HTML error page
+    (502), "cut" answers truncated JSON."""
 
     SESSION = "legacy-f"
     REVISION = "2025-11-25"
@@ -36,6 +39,13 @@ class Legacy(ScriptedMcpHandler):
             self.send_json(b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"tools":[{"na')
         elif body.get("method") != "tools/call":
             self.send_json(b'{"jsonrpc":"2.0","id":' + rid + b',"error":{"code":-32601,"message":"Method not found"}}', status=400)
+        elif body["params"]["name"] == "html":
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            self.send_response(502)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
         elif body["params"]["name"] == "close":
             self.close_connection = True
             self.connection.shutdown(2)
@@ -98,3 +108,15 @@ def test_upstream_close_and_truncated_answer(server, tmp_path):
          + json.dumps(list_id).encode() + b',"result":{"tools":[{"na')),
         ("s2c", "/id", "rewrite", "RPC-request-id-reuse", "the id mcpx gave the server, mapped back in a body mcpx cannot parse"),
     ]
+
+
+def test_an_html_error_page_reaches_the_client_as_it_came(server, tmp_path):
+    with Proxy(f"http://127.0.0.1:{server}", tmp_path) as px:
+        client = Client(px.port)
+        status, headers, body = _call(client, 3, "html")
+        client.close()
+        records = [(c["direction"], c["action"], c["rule"], c["detail"]) for c in px.changes() if c["action"] == "passthrough"]
+    assert (status, headers["content-type"], body) == (502, "text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>")
+    assert Legacy.seen[-1]["id"].startswith("mcpx-")  # (the call went upstream under mcpx's own id)
+    assert records == [("s2c", "passthrough", "PASSTHROUGH-error",
+                        "the server's answer (HTTP 502) holds no JSON-RPC response mcpx can read: forwarded as it came")]
