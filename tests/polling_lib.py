@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import orjson
 
-from proxy_lib import ScriptedMcpHandler
+from proxy_lib import Client, ScriptedMcpHandler
+
+NEW = "2026-07-28"
+#: the ``_meta`` of a raw 2026-07-28 client's request
+META = {"io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}}
 
 PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p", "progress": 1, "total": 2}}
 PROGRESS_EVENT = b"event: message\ndata: " + orjson.dumps(PROGRESS) + b"\n\n"
@@ -71,3 +76,14 @@ class Misbehaving(ScriptedMcpHandler):
         else:
             self.chunk(self.event_id(3) + b"event: message\ndata: " + polled(rid) + b"\n\n")
         self.chunk(b"")
+
+
+def call_tool(px, rid, name, timeout: float = 15, headers: dict | None = None) -> tuple[int, dict, bytes]:
+    """``name`` called through ``px`` by a raw 2026-07-28 client (``timeout`` s at most: mcpx must not
+    hang), with ``headers`` too: (status, headers, body)."""
+    c = Client(px.port, timeout=timeout)
+    call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": META}}
+    try:
+        return c.post(call, {"mcp-protocol-version": NEW, "mcp-method": "tools/call", "mcp-name": name, **(headers or {})})
+    finally:
+        c.close()

@@ -465,6 +465,21 @@ def retry_of(msg: dict, body: bytes) -> dict:
     return again
 
 
+def ask_then_retry(port: int, tmp_path, script: str, rid: int, pause: float = 0.0) -> tuple[int, bytes, str]:
+    """Through a mitmdump in front of the :class:`AskingWithNote` server on ``port``, with ``script``
+    loaded (constants scaled down): the call ``rid`` (answered input_required), ``pause`` seconds, then
+    its retry; (the retry's status, its body, mitmdump's output)."""
+    path = tmp_path / "scaled.py"
+    path.write_text(script)
+    with Proxy(f"http://127.0.0.1:{port}", tmp_path, save=False, options=OPTIONS, scripts=(str(path),)) as px:
+        msg = asked_call(rid)
+        status, body = post(px.port, msg, "x")
+        assert status == 200
+        time.sleep(pause)
+        status, body = post(px.port, retry_of(msg, body), "x")
+        return status, body, px.output()
+
+
 def test_a_question_followed_by_a_notification_is_asked_and_its_call_is_not_ended_for_call_idle(asking_with_note, tmp_path):
     """The server asks a question and sends a progress notification with it, then waits for the answer
     (as it must). mcpx asks the client (input_required) and keeps the upstream call open for the retry,
@@ -472,14 +487,7 @@ def test_a_question_followed_by_a_notification_is_asked_and_its_call_is_not_ende
     until CALL_IDLE (1 s here, 600 s really) passed; then it ended the upstream request (a warning line
     and a record saying the call ends with -32603) and still answered input_required: the retry waited
     CALL_IDLE again for a call mcpx had ended, and got -32603."""
-    script = tmp_path / "call_idle.py"
-    script.write_text(CALL_IDLE_SCRIPT)
-    with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
-        msg = asked_call(9)
-        status, body = post(px.port, msg, "x")
-        assert status == 200
-        status, body = post(px.port, retry_of(msg, body), "x")
-        out = px.output()
+    status, body, out = ask_then_retry(asking_with_note, tmp_path, CALL_IDLE_SCRIPT, 9)
     assert AskingWithNote.answers == [{"jsonrpc": "2.0", "id": "ask-1", "result": {"action": "accept", "content": {}}}]
     assert (status, orjson.loads(body)) == (200, {"jsonrpc": "2.0", "id": 9, "result": ANSWERED})
     assert AskingWithNote.sent.is_set()
@@ -492,15 +500,9 @@ def test_a_retried_round_trip_is_not_forgotten_while_its_answer_is_awaited(askin
     input_required answer): its answer comes. Before, the expiry loop forgot it while the retry waited (its
     upstream request ended), and the retry got -32603 after CALL_IDLE (6 s here: a margin of 4 s over
     the server's 2 s on a busy machine)."""
-    script = tmp_path / "ttls.py"
-    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\nc.CALL_IDLE = 6.0\n")
     AskingWithNote.delay, AskingWithNote.note = 2.0, False
-    with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
-        msg = asked_call(10)
-        status, body = post(px.port, msg, "x")
-        assert status == 200
-        status, body = post(px.port, retry_of(msg, body), "x")
-        out = px.output()
+    status, body, out = ask_then_retry(asking_with_note, tmp_path,
+                                       "import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 1.0\nc.CALL_IDLE = 6.0\n", 10)
     assert (status, orjson.loads(body)) == (200, {"jsonrpc": "2.0", "id": 10, "result": ANSWERED})
     assert "the call ends with -32603" not in out and "forgotten" not in out
 
@@ -508,17 +510,11 @@ def test_a_retried_round_trip_is_not_forgotten_while_its_answer_is_awaited(askin
 def test_a_round_trip_asked_after_held_ttl_of_streaming_is_held_for_its_retry(asking_with_note, tmp_path):
     """The server streams progress for 3 s, then asks a question; the client retries 0.6 s later and gets the
     call's answer. HELD_TTL (2 s here, set by a script: a margin of 1.4 s on a busy machine) counts from the
-    input_required answer. Before, it
-    counted from the call's start: a round trip asked after HELD_TTL of streaming was forgotten at once,
+    input_required answer. Before, it counted from the call's start: a round trip asked after HELD_TTL of streaming was forgotten at once,
     and the retry got 400 "Invalid or expired requestState"."""
-    script = tmp_path / "held_ttl.py"
-    script.write_text("import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 2.0\n")
     AskingWithNote.lead, AskingWithNote.note = 3.0, False
-    with Proxy(f"http://127.0.0.1:{asking_with_note}", tmp_path, save=False, options=OPTIONS, scripts=(str(script),)) as px:
-        msg = asked_call(11)
-        status, body = post(px.port, msg, "x")
-        assert status == 200
-        time.sleep(0.6)  # (the expiry loop runs every 0.5 s here)
-        status, body = post(px.port, retry_of(msg, body), "x")
+    # (0.6 s: the expiry loop runs every 0.5 s here)
+    status, body, _ = ask_then_retry(asking_with_note, tmp_path, "import mcpx_core.bridge.client2026 as c\nc.HELD_TTL = 2.0\n",
+                                     11, pause=0.6)
     assert (status, sse_messages(body)[-1] if body.startswith(b"event") else orjson.loads(body)) == (200, {
         "jsonrpc": "2.0", "id": 11, "result": ANSWERED})

@@ -15,13 +15,10 @@ import time
 import orjson
 import pytest
 
-from polling_lib import PROGRESS, Misbehaving, polled
+from polling_lib import META, NEW, PROGRESS, Misbehaving, call_tool as _call_tool, polled
 from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
 
-NEW = "2026-07-28"
 RULE = "TR-sse-priming-polling"
-META = {"io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}}
 
 
 @pytest.fixture
@@ -30,12 +27,7 @@ def server():
 
 
 def call_tool(px, rid, name, timeout: float = 20) -> tuple[int, dict, bytes]:
-    c = Client(px.port, timeout=timeout)
-    call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": META}}
-    try:
-        return c.post(call, {"mcp-protocol-version": NEW, "mcp-method": "tools/call", "mcp-name": name})
-    finally:
-        c.close()
+    return _call_tool(px, rid, name, timeout)
 
 
 def polling_records(px) -> list:

@@ -17,11 +17,9 @@ import json
 import orjson
 import pytest
 
+from polling_lib import META, NEW, call_tool as _call_tool
 from proxy_lib import Client, Proxy, ScriptedMcpHandler, serve
 
-NEW = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}}
 
 
 class Polling(ScriptedMcpHandler):
@@ -229,13 +227,8 @@ def faulty():
 
 
 def call_tool(px, rid, name, timeout: float = 15) -> tuple[int, dict, bytes]:
-    """``name`` called by a raw 2026-07-28 client (``timeout`` s at most: mcpx must not hang)."""
-    c = Client(px.port, timeout=timeout)
-    call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": META}}
-    try:
-        return c.post(call, {"mcp-protocol-version": NEW, "mcp-method": "tools/call", "mcp-name": name, "authorization": "Bearer t"})
-    finally:
-        c.close()
+    """``name`` called by a raw 2026-07-28 client with credentials (polling_lib.call_tool)."""
+    return _call_tool(px, rid, name, timeout, {"authorization": "Bearer t"})
 
 
 def resumed(last) -> tuple:

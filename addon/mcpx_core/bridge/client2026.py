@@ -149,11 +149,15 @@ class Held:
     #: the task resuming the call's SSE stream (waiting the server's ``retry``, or sending its GET), if
     #: one runs: cancelled when the round trip expires (:meth:`Client2026Bridge._expire`)
     resuming: asyncio.Task | None = None
-    #: the round trip expired (nobody waits for the call): its stream is not resumed any more
-    expired: bool = False
-    #: why nobody waits for the call any more, as the info line of a resume not made says it
-    #: (:meth:`Client2026Bridge._stop`)
+    #: why nobody waits for the call any more (its round trip expired, or no message came for
+    #: CALL_IDLE), as the info line of a resume not made says it (:meth:`Client2026Bridge._stop`); "" while
+    #: somebody does
     stopped: str = ""
+
+    @property
+    def expired(self) -> bool:
+        """Nobody waits for the call any more (:attr:`stopped`): its stream is not resumed."""
+        return bool(self.stopped)
 
 
 class Client2026Bridge:
@@ -631,9 +635,7 @@ class Client2026Bridge:
                         key += "'"
                     held.waiting[key] = (m.get("id"), m.get("method"))
                     asks[key] = self._embedded(exch, m, s.server_rev)
-                    if held.queue.empty():
-                        break  # answer what arrived together, then ask
-                    continue
+                    continue  # (asked at the loop's top once nothing more is queued: what arrived together first)
                 ping = m.get("method") == "ping"
                 self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="LC-ping" if ping else "MRTR-server-requests-removed",
                                              before=f"{m.get('method')} id={m.get('id')!r}",
@@ -886,7 +888,7 @@ class Client2026Bridge:
         cancelled (``Sender.send`` aborts a request it was sending when cancelled), and its upstream
         request, if still open, is ended. Returns whether a resume was cancelled (the call's stream had
         ended: its upstream request was already over)."""
-        h.expired, h.stopped = True, why
+        h.stopped = why
         resume = h.resuming is not None and not h.resuming.done()
         if resume:
             h.resuming.cancel()
