@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .session import Session
+from .terminal import printable
 
 
 def _who(info: dict | None) -> str:
     info = info if isinstance(info, dict) else {}
-    return f"{info.get('name', '?')} {info.get('version', '')}".strip()
+    return printable(f"{info.get('name', '?')} {info.get('version', '')}".strip(), 128)  # (the peer's words: escaped)
 
 
 def session_line(s: Session, closed: bool = False) -> str:
@@ -85,5 +86,6 @@ def _lacks(n: int, shown: list[str]) -> str:
 
 
 def _table(rows: list[tuple]) -> str:
+    rows = [tuple(printable(c, 200) for c in r) for r in rows]  # cells hold the peers' words (tool names, ids)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

@@ -82,6 +82,9 @@ class Exchange:
     session: Session | None = None
     #: fallback session keys for clients that echo no session id: the client's connection, then its host
     client_keys: tuple[str, ...] = ()
+    #: the keyed digest of the request's credentials (:func:`mcpx_core.identity.credentials_key`; "" none):
+    #: what mcpx keeps on a client's behalf is keyed by it
+    credentials: str = ""
     is_mcp: bool = False
     request_ids: dict = field(default_factory=dict)
     #: the ids of ``request_ids`` the server answered so far (a result or an error)
@@ -171,6 +174,9 @@ class Rewriter:
         #: whether every record is read (``on_changes`` writes a log, say): when False, only the records the
         #: flow keeps (:data:`FLOW_KEEP_MAX`) get their before/after summaries; the others are only counted
         self.summarize_all = True
+        #: whether a JSON-RPC id is that of a server->client request a bridge holds for a session (mcpx
+        #: minted it): a POST without a session token that answers one is answered 400, reaching nobody
+        self.held_id: Callable[[Any], bool] = lambda _id: False
 
     # -- records ----------------------------------------------------------------------------
     def _emit(self, exch: Exchange, changes: list[Change], direction: str, msg: Any, method: str | None,
@@ -286,7 +292,10 @@ class Rewriter:
         # (an initialize with a session id, live: one more request of that session, never a new one; the
         # server gets its own id, never mcpx's token, and answers as it would directly)
         named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
-        found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live)
+        found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live,
+                                    endpoint=exch.endpoint or None, method=method)
+        if found is None and live and jsonrpc and self._answers_held(jsonrpc):
+            return self._unrequested(exch, jsonrpc)
         match found:
             case Unknown(reason=reason):
                 exch.is_mcp = True  # (answered 404, nothing forwarded: no passthrough record of its body)
@@ -332,7 +341,7 @@ class Rewriter:
         exch.initialize = init
         sealed = live and self.tracker.sealer is not None
         key = session_id if (session_id and not sealed) else f"flow:{exch.flow_id}"
-        exch.session = s = self.tracker.start(init.get("params"), key, exch.client_keys, sealed=sealed)
+        exch.session = s = self.tracker.start(init.get("params"), key, exch.client_keys, sealed=sealed, endpoint=exch.endpoint)
         params = init.get("params") if isinstance(init.get("params"), dict) else {}
         chosen = self.profiles.choose(params.get("clientInfo"), params.get("protocolVersion"), params.get("capabilities"), headers)
         s.profile = chosen.name if chosen is not None else None
@@ -356,6 +365,24 @@ class Rewriter:
         if rid is not None and json_body.inexact_number(rid):
             rid = None
         return AnswerLocally(404, json_body.dumps({"jsonrpc": "2.0", "id": rid, "error": UNKNOWN_SESSION}))
+
+    def _answers_held(self, jsonrpc: list) -> bool:
+        """Whether a body holds an answer (a result or an error) to a server->client request a bridge
+        holds for some session (:attr:`held_id`)."""
+        return any(classify(m) in ("result", "error") and _hashable(m.get("id")) and self.held_id(m.get("id")) for m in jsonrpc)
+
+    def _unrequested(self, exch: Exchange, jsonrpc: list) -> Disposition:
+        """A POST with no session token answers a server->client request mcpx holds for a session:
+        it is not that session's client (whose requests carry its token), so the answer reaches
+        nobody. The client gets what a server gives input it cannot accept (HTTP 400 with a JSON-RPC
+        error without an id, docs/specification/2025-03-26/basic/transports.mdx:94-99), with a record."""
+        exch.is_mcp = True
+        self._emit(exch, [Change(pointer="header:Mcp-Session-Id", action="drop-message", rule="TR-session-id",
+                                 detail="an answer to a server request of a session, sent without that session's id: "
+                                        "delivered to nobody, answered 400")],
+                   "c2s", jsonrpc[0] if len(jsonrpc) == 1 else None, None, None, None)
+        return AnswerLocally(400, json_body.dumps({"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Invalid Request: no request of this session has that id (a response needs its session's Mcp-Session-Id)"}}))
 
     def _request_headers(self, exch: Exchange, headers: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
         """Header edits toward the server: the session id the server knows (TR-session-id) and the

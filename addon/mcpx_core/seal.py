@@ -70,7 +70,8 @@ class Facts:
     ``server_caps``: capabilities as far as mcpx reads them; ``bridge``: the bridge that serves
     the session ("" for none); ``profile``: the name of the client's host profile (chosen from its
     initialize request, whose headers a later request does not repeat), or None; ``issued``: Unix
-    seconds at sealing.
+    seconds at sealing; ``endpoint``: the digest of the server's origin and path the session was
+    opened against (:func:`mcpx_core.session.endpoint_digest`): a token opens for that server only.
     """
 
     sid: str
@@ -86,12 +87,13 @@ class Facts:
     bridge: str = ""
     issued: int = 0
     profile: str | None = None
+    endpoint: str = ""
 
 
 _FACTS: TypeAdapter[Facts] = TypeAdapter(Facts)
 _SHORT = {"sid": "i", "client_rev": "c", "server_rev": "s", "requested_rev": "r", "pinned": "p", "upstream_id": "u",
           "client_info": "ci", "server_info": "si", "client_caps": "cc", "server_caps": "sc", "bridge": "b", "issued": "t",
-          "profile": "pf"}
+          "profile": "pf", "endpoint": "e"}
 _LONG = {v: k for k, v in _SHORT.items()}
 
 

@@ -22,7 +22,15 @@ which seals the token) and ends one (:meth:`end`). Lookup order, first match win
 3. ``MCP-Protocol-Version`` (docs/specification/2025-06-18/basic/transports.mdx:242) -> :class:`Named`
    (an unknown value: no session);
 4. fallback, only for clients that echo no session id and name no revision: the session started
-   from the same client connection, else from the same client host (documented in README).
+   from the same client connection, else from the same client host, and only a session a stranger
+   can do nothing in (:meth:`Session.guessable`): one whose server keeps no session, that no bridge
+   serves, with no server->client request waiting for the client's answer, whose client never
+   echoed its token; never for a ``DELETE`` (docs/security.md "The one guess").
+
+A token names where it belongs: the sealed facts hold a digest of the server's origin and path
+(:func:`endpoint_digest`); a token presented for another server is :class:`Unknown`. A session
+id that is an mcpx token is judged before anything else the request says (a revision in
+``_meta``, an ``initialize``): a token never reaches the server.
 
 An ``initialize`` the server does not accept (an HTTP error, a JSON-RPC error, an answer mcpx cannot
 read) leaves no session behind (:meth:`SessionTracker.abandon`): its connection and host find nothing.
@@ -33,6 +41,7 @@ use; a dropped session whose token comes back is opened again (its mutable state
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import time
@@ -41,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import revisions
-from .seal import BadToken, Facts, Sealer, TooLarge, trim_caps, trim_info
+from .seal import PREFIX, BadToken, Facts, Sealer, TooLarge, trim_caps, trim_info
 
 _UIDS = itertools.count(1)
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -106,11 +115,26 @@ class Session:
     #: :meth:`SessionTracker.settle` once the server accepted it
     displaced: dict = field(default_factory=dict, repr=False)
     uid: int = field(default_factory=lambda: next(_UIDS), repr=False)
+    #: :func:`endpoint_digest` of the server's origin and path the session was opened against ("" unknown)
+    endpoint: str = ""
+    #: the client sent this session's token (or id) back at least once: a request without one is not it
+    echoed: bool = False
 
     @property
     def client_leg(self) -> str | None:
         """The revision the client receives (a pin included)."""
         return self.pinned_rev or self.client_rev
+
+    def guessable(self) -> bool:
+        """Whether the connection/host fallback may serve this session to a request that carries no
+        session id: only where a stranger on the same host could do nothing in it that the
+        server would not let it do directly. The server keeps no session (``upstream_id`` None:
+        nothing upstream to act in), no bridge serves it (a bridge keeps state on the session's
+        behalf: held requests, listen streams), no server->client request waits for the client's
+        answer (``pending`` ``s2c`` entries), and its client never echoed its token (a client that
+        echoes it is never tokenless)."""
+        return (self.upstream_id is None and not self.bridge and not self.echoed
+                and not any(d == "s2c" for d, _ in self.pending))
 
     def remember(self, direction: str, req_id: Any, method: str) -> None:
         if isinstance(req_id, (str, int)) and not isinstance(req_id, bool):
@@ -128,14 +152,15 @@ class Session:
         return Facts(sid=self.key, client_rev=self.client_rev, server_rev=self.server_rev, requested_rev=self.requested_rev,
                      pinned=self.pinned_rev, upstream_id=self.upstream_id, client_info=trim_info(self.client_info),
                      server_info=trim_info(self.server_info), client_caps=trim_caps(self.client_caps),
-                     server_caps=trim_caps(self.server_caps), bridge=self.bridge, profile=self.profile, issued=int(time.time()))
+                     server_caps=trim_caps(self.server_caps), bridge=self.bridge, profile=self.profile, issued=int(time.time()),
+                     endpoint=self.endpoint)
 
     @classmethod
     def from_facts(cls, facts: Facts, token: str) -> "Session":
         return cls(key=facts.sid, sealed=True, client_rev=facts.client_rev, server_rev=facts.server_rev, requested_rev=facts.requested_rev,
                    pinned_rev=facts.pinned, client_info=facts.client_info, server_info=facts.server_info,
                    client_caps=facts.client_caps, server_caps=facts.server_caps, upstream_id=facts.upstream_id,
-                   token=token, bridge=facts.bridge, profile=facts.profile)
+                   token=token, bridge=facts.bridge, profile=facts.profile, endpoint=facts.endpoint)
 
     def summary(self) -> dict:
         """The session for mcpx.report; ``profile`` and ``audits``/``findings`` only when there are any."""
@@ -213,12 +238,18 @@ class SessionTracker:
 
     # -- lookup -----------------------------------------------------------------------------
     def lookup(self, session_id: str | None, named: str | None, header_rev: str | None,
-               client_keys: tuple[str, ...] = (), live: bool = True) -> Lookup:
+               client_keys: tuple[str, ...] = (), live: bool = True, endpoint: str | None = None,
+               method: str = "POST") -> Lookup:
         """The session of a client request (see the module docstring for the order).
 
         ``named``: the revision the request's ``_meta`` names; ``header_rev``: its
-        ``MCP-Protocol-Version``; ``client_keys``: fallback keys (connection, host).
+        ``MCP-Protocol-Version``; ``client_keys``: fallback keys (connection, host); ``endpoint``:
+        the server's ``scheme://host:port/path`` the request goes to (None: not checked, for tools and
+        tests); ``method``: its HTTP method (a ``DELETE`` is never served by the fallback).
         """
+        if session_id is not None and self.sealer is not None and session_id.startswith(PREFIX):
+            # an mcpx token is judged before anything else the request says: it never goes upstream
+            return self._token(session_id, endpoint)
         if named is not None:  # a request that names its revision is never bound to a guessed session
             return Named(named, "_meta") if revisions.is_known(named) else None
         if session_id is not None and not session_id.strip():
@@ -228,18 +259,7 @@ class SessionTracker:
         if session_id:
             s = self.get(session_id)
             if s is not None:
-                return s
-            if self.sealer is not None and session_id.startswith("mcpx1."):
-                try:
-                    facts = self.sealer.open(session_id)
-                except BadToken as e:
-                    return Unknown(e.reason)
-                s = self.get(facts.sid)
-                if s is None or s.token is None:
-                    s = Session.from_facts(facts, session_id)
-                    self._put(facts.sid, s)
-                self._put(session_id, s)
-                self.expire()
+                s.echoed = True
                 return s
             if live and self.sealer is not None:
                 return Unknown("not a session id mcpx issued (or one mcpx no longer knows)")
@@ -247,11 +267,38 @@ class SessionTracker:
                 return None
         if header_rev is not None:
             return Named(header_rev, "header") if revisions.is_known(header_rev) else None
+        if method == "DELETE":
+            return None  # never ends a session found by a guess
         for k in client_keys:
             s = self.get(k)
-            if s is not None:
+            if s is not None and s.guessable():
                 return s
         return None
+
+    def _token(self, token: str, endpoint: str | None) -> Session | Unknown:
+        """The session of an mcpx token: in memory, else opened with the keys; :class:`Unknown` for a
+        token that is ended, does not open, or belongs to another server than ``endpoint``."""
+        if token in self.ended:
+            return Unknown("a session the client ended (DELETE)")
+        s = self.get(token)
+        if s is None:
+            try:
+                facts = self.sealer.open(token)  # type: ignore[union-attr]
+            except BadToken as e:
+                return Unknown(e.reason)
+            if endpoint is not None and facts.endpoint != endpoint_digest(endpoint):
+                return Unknown("a session of another server (the token names another origin or path)" if facts.endpoint
+                               else "a token that names no server (sealed by an earlier mcpx)")
+            s = self.get(facts.sid)
+            if s is None or s.token is None:
+                s = Session.from_facts(facts, token)
+                self._put(facts.sid, s)
+            self._put(token, s)
+            self.expire()
+        elif endpoint is not None and s.endpoint != endpoint_digest(endpoint):
+            return Unknown("a session of another server (the token names another origin or path)")
+        s.echoed = True
+        return s
 
     def get(self, key: str) -> Session | None:
         """The session in memory under ``key`` (marked as used), or None."""
@@ -273,12 +320,15 @@ class SessionTracker:
         self.expire()
         return s
 
-    def start(self, params: Any, key: str, client_keys: tuple[str, ...] = (), sealed: bool = False) -> Session:
+    def start(self, params: Any, key: str, client_keys: tuple[str, ...] = (), sealed: bool = False,
+              endpoint: str = "") -> Session:
         """A session for an ``initialize`` request with ``params``; found under ``key`` and the
         fallback ``client_keys`` until :meth:`learn`. ``sealed``: it will get a token (its
-        handle is then a fresh random ``s-…``)."""
+        handle is then a fresh random ``s-…``); ``endpoint``: the server's ``scheme://host:port/path``
+        the initialize goes to (sealed as :func:`endpoint_digest`)."""
         params = params if isinstance(params, dict) else {}
-        s = Session("s-" + os.urandom(8).hex() if sealed else key, sealed=sealed)
+        s = Session("s-" + os.urandom(8).hex() if sealed else key, sealed=sealed,
+                    endpoint=endpoint_digest(endpoint) if endpoint else "")
         s.requested_rev = params.get("protocolVersion") if isinstance(params.get("protocolVersion"), str) else None
         s.client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else None
         s.client_caps = params.get("capabilities") if isinstance(params.get("capabilities"), dict) else None
@@ -425,6 +475,16 @@ class SessionTracker:
             else:
                 break
         return n
+
+
+def endpoint_digest(endpoint: str) -> str:
+    """What a token seals of the server a session belongs to: 16 hex digits of the SHA-256 of its
+    ``scheme://host:port/path`` (no query; scheme and host lower-cased), so a token of one
+    server's session opens at no other (the token's AEAD protects it; the digest only keeps it short)."""
+    scheme, sep, rest = endpoint.partition("://")
+    host, slash, path = rest.partition("/")
+    norm = f"{scheme.lower()}{sep}{host.lower()}{slash}{path}"
+    return hashlib.sha256(norm.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def revision_in_meta(message: Any) -> str | None:

@@ -146,7 +146,7 @@ def test_envelope_of_a_paginated_request_without_params():
     assert [c.key() for c in st.records if c.direction == "s2c"] == [
         ("/result/resultType", "drop", "RES-resultType"), ("/result/ttlMs", "drop", "RES-ttlMs"),
         ("/result/cacheScope", "drop", "RES-cacheScope")]
-    assert b.tools["http://127.0.0.1:1"] == {"t": {("r",): "R"}}  # learnt for Mcp-Param-R
+    assert b.tools[("http://127.0.0.1:1", "")] == {"t": {("r",): "R"}}  # learnt for Mcp-Param-R (no credentials)
 
 
 def test_unknown_method_404_and_modern_400_become_200():

@@ -304,6 +304,10 @@ async def learn_era(st: State, flow: http.HTTPFlow, origin: str) -> None:
     except upstream.UpstreamError as e:
         logger.warning(f"mcpx: era probe of {origin} failed: {e.reason}")
         return
+    if era.about_the_client(reply.status, reply.headers.get("content-type", ""), reply.body):
+        logger.info(f"mcpx: era probe of {origin}: HTTP {reply.status} (an authorization answer): no verdict, "
+                    "the request goes as it is")
+        return
     speaks, discover = era.classify_discover(reply.status, reply.headers.get("content-type", ""), reply.body)
     st.rewriter.era.learn(origin, speaks_2026=speaks, discover=discover)
     logger.info(f"mcpx: {origin} speaks 2026-07-28: {'yes' if speaks else 'no'} (server/discover answered HTTP {reply.status})")

@@ -25,7 +25,7 @@ class Commands:
     def sessions(self) -> str:
         """Each known MCP session (live, then the last 1000 the client ended): client and server info, revisions, message and change counts."""
         text = sessions_text(self.state.tracker, self.state.closed)
-        logger.info(text)
+        logger.info(text, extra={"mcpx_lines": True})  # one line per session, each escaped (terminal.py)
         return text
 
     @command.command("mcpx.report")

@@ -7,6 +7,8 @@ import logging
 from mitmproxy import http
 
 from .. import upstream
+from ..bridge import origin_check
+from ..changes import Change
 from ..framing import json_body
 from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
@@ -182,6 +184,17 @@ class ClientRequests:
         if bridge is None or not st.sender.available(flow):
             st.rewriter.passthrough(exch, "c2s", f"bridge {name!r} unavailable (offline replay or not loaded): forwarded untouched")
             return
+        sock = flow.client_conn.sockname
+        why = origin_check.refusal(sock[0] if sock else None, flow.request.headers.get("origin"), _client_host(flow))
+        if why is not None:  # mcpx answers for the server here: it checks what the server would (bridge/origin_check.py)
+            st.rewriter.record(exch, [Change(pointer="header:Origin", action="answer-locally", rule="MCPX-origin-check",
+                                             detail=f"{why}: refused 403 as a local MCP server refuses DNS rebinding, nothing sent upstream")],
+                               "c2s", None, None)
+            exch.answered = True
+            flow.response = make_response(403, json_body.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32000, "message": f"Forbidden: {why} (mcpx refuses it as the server would)"}}),
+                (("content-type", "application/json"),))
+            return
         try:
             out = await bridge.request(exch, flow.request.method, body, names, FlowUpstream(st.sender, flow))
         except upstream.UpstreamError as e:  # the server closed, timed out, refused: one line, not a traceback
@@ -225,6 +238,17 @@ class ClientRequests:
             n = len(flow.request.raw_content) if flow.request.raw_content is not None else hv.get("content-length")
             size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
             self.state.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
+
+
+def _client_host(flow: http.HTTPFlow) -> str | None:
+    """The ``Host`` the client sent, where it reaches mcpx: in reverse mode mitmproxy replaces it with
+    the server's before any hook, unless ``keep_host_header`` is set; in regular mode it names the
+    server the client asked for, not mcpx (None: unknown)."""
+    from mitmproxy import ctx
+    from mitmproxy.proxy.mode_specs import ReverseMode
+    if isinstance(flow.client_conn.proxy_mode, ReverseMode) and getattr(ctx.options, "keep_host_header", False):
+        return flow.request.host_header
+    return None
 
 
 def _length_unknown(req: http.Request) -> bool:

@@ -15,6 +15,8 @@ from typing import Any
 from mitmproxy import http
 
 from .. import profiles, revisions, upstream
+from ..identity import credentials_key
+from ..terminal import install as install_escapes, printable
 from ..bridge.client2026 import Client2026Bridge
 from ..bridge.legacy_client import LegacyClientBridge
 from ..bridge.resume import Resumer
@@ -92,6 +94,7 @@ class State:
     """Everything mcpx's addons share. Options land here from :class:`~.options.Options`."""
 
     def __init__(self) -> None:
+        install_escapes()  # every line mcpx logs shows wire values as escapes (terminal.py)
         self.tracker = SessionTracker()
         # the shipped host profiles, as the options' defaults give them (mcpx_profiles, mcpx_profile unset)
         self.rewriter = Rewriter(self.tracker, on_changes=self.on_changes, on_reply=self.on_reply,
@@ -102,7 +105,8 @@ class State:
         #: streams mcpx writes to clients over time (bridge/stream.py)
         self.answers = AnswerStreams()
         self.bridges: dict[str, Any] = {Client2026Bridge.name: Client2026Bridge(self.rewriter, self.answers)}
-        self.bridges[LegacyClientBridge.name] = LegacyClientBridge(self)
+        self.bridges[LegacyClientBridge.name] = legacy = LegacyClientBridge(self)
+        self.rewriter.held_id = legacy.holds
         self.rewriter.self_recording = frozenset(n for n, b in self.bridges.items() if getattr(b, "records_every_body", False))
         #: SSE polling for clients older than 2025-11-25 (bridge/resume.py, mcpx_sse_resume); it learns
         #: which servers poll from the priming events the SSE rewriting sees
@@ -143,7 +147,8 @@ class State:
         peer = flow.client_conn.peername
         origin = origin_of(flow)
         exch = Exchange(flow_id=flow.id, client_keys=(f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}") if peer else (),
-                        origin=origin, endpoint=origin + flow.request.path.split("?", 1)[0])
+                        origin=origin, endpoint=origin + flow.request.path.split("?", 1)[0],
+                        credentials=credentials_key(flow.request.headers.items(multi=True)))
         self.exchanges[flow.id] = exch
         return exch
 
@@ -184,7 +189,9 @@ class State:
             except OSError as e:
                 logger.error(f"mcpx: cannot write change log: {e}")
         first = changes[0]
-        where = f"{first.direction} {first.method or ''} id={first.jsonrpc_id}" if first.jsonrpc_id is not None else f"{first.direction} {first.method or ''}"
+        method = printable(first.method or "", 120)
+        where = f"{first.direction} {method} id={printable(first.jsonrpc_id, 120)}" if first.jsonrpc_id is not None \
+            else f"{first.direction} {method}"
         level = logging.WARNING if any(c.action == "passthrough" for c in changes) else logging.INFO
         by_action: dict[str, set[str]] = {}
         for c in changes:
@@ -192,7 +199,8 @@ class State:
         rules = "; ".join(f"{a}: {', '.join(sorted(r))}" for a, r in by_action.items())
         logger.log(level, f"mcpx: {where.strip()} {revisions_known(first)}: {summary_line(changes, None)} ({rules})")
         if self.record_lines and logger.isEnabledFor(logging.DEBUG):
-            logger.debug("\n".join(f"mcpx:   {c.line()}" for c in changes))
+            # several lines of mcpx's own: the escape filter (terminal.py) escapes each line, not the newlines
+            logger.debug("\n".join(f"mcpx:   {c.line()}" for c in changes), extra={"mcpx_lines": True})
 
     def annotate(self, flow: http.HTTPFlow, exch: Exchange) -> None:
         """Store what mcpx saw and did on ``flow.metadata["mcpx"]``, the flow's comment and mark."""

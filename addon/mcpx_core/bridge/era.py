@@ -10,7 +10,10 @@ Two facts per origin (``scheme://host:port``), each learnt once and kept ``ttl``
   session error such as the TypeScript SDK's "Server not initialized") means no
   (docs/specification/2026-07-28/basic/transports/streamable-http.mdx:652, versioning.mdx:159).
   As @modelcontextprotocol/client 2.4.0 does, -32020 and -32021 are not taken as 2026 evidence
-  (tests/peers/BRIDGING.md 4.1).
+  (tests/peers/BRIDGING.md 4.1). An answer that speaks of the client rather than the server (HTTP 401
+  or 403 without a JSON-RPC response: an authorization challenge, RFC 9110 15.5.2 and 15.5.4) gives no
+  verdict (:func:`about_the_client`): the probe was sent with one client's credentials, and what the
+  server thinks of those says nothing of its era for the next client.
 - ``speaks_legacy``: from the answer to a legacy client's ``initialize``: an InitializeResult means
   yes; a refusal a 2026-only server gives (HTTP 400 with -32022/-32602/-32020, or 404 with -32601)
   means no.
@@ -98,6 +101,16 @@ def classify_discover(status: int, content_type: str, body: bytes) -> tuple[bool
         data = err.get("data") if isinstance(err.get("data"), dict) else {}
         return LATEST in (data.get("supported") or []), None
     return False, None
+
+
+def about_the_client(status: int, content_type: str, body: bytes) -> bool:
+    """Whether the answer to a probe is about the credentials it carried, not the server's era:
+    HTTP 401 or 403 holding no JSON-RPC response (an authorization challenge or refusal). No verdict
+    is learnt from it."""
+    if status not in (401, 403):
+        return False
+    msg = first_response(content_type, body)
+    return not (isinstance(msg, dict) and msg.get("jsonrpc") == "2.0")
 
 
 def refuses_legacy(status: int, content_type: str, body: bytes) -> bool:

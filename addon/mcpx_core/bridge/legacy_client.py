@@ -145,10 +145,11 @@ class LegacyClientBridge:
         self.sessions: OrderedDict[str, SessionState] = OrderedDict()
         #: proxy id of a server->client request -> what it asks
         self.pending: dict[str, Pending] = {}
-        #: origin -> tool name -> {argument path: x-mcp-header token} (None: invalid annotations)
-        self.tools: dict[str, dict[str, dict | None]] = {}
-        #: origin -> (DiscoverResult, monotonic time it expires)
-        self.discovered: dict[str, tuple[dict, float]] = {}
+        #: (origin, credentials) -> tool name -> {argument path: x-mcp-header token} (None: invalid
+        #: annotations); what one client's tools/list taught is never used for other credentials
+        self.tools: dict[tuple[str, str], dict[str, dict | None]] = {}
+        #: (origin, credentials) -> (DiscoverResult, monotonic time it expires)
+        self.discovered: dict[tuple[str, str], tuple[dict, float]] = {}
         self._ids = itertools.count(1)
         self._prefix = os.urandom(3).hex()
         self.input_timeout = INPUT_TIMEOUT
@@ -160,6 +161,11 @@ class LegacyClientBridge:
     def mint_id(self, kind: str = "") -> str:
         """A request id in mcpx's own namespace (RPC-request-id-reuse): unique per process and session."""
         return f"mcpx-{self._prefix}-{kind}{next(self._ids)}"
+
+    def holds(self, jid: Any) -> bool:
+        """Whether ``jid`` is the id of a server->client request mcpx made for some session and awaits
+        the client's answer to (:attr:`pending`)."""
+        return isinstance(jid, str) and jid in self.pending
 
     def session_state(self, s: Any) -> SessionState:
         ss = self.sessions.get(s.key)
@@ -198,9 +204,11 @@ class LegacyClientBridge:
                          request_id=request_id)
 
     # -- the handshake ----------------------------------------------------------------------------
-    async def discover(self, origin: str, upstream: Any, client_info: dict | None, caps: dict | None) -> dict | None:
-        """The server's DiscoverResult (cached for its ``ttlMs``), or None when it does not speak 2026-07-28."""
-        hit = self.discovered.get(origin)
+    async def discover(self, origin: str, upstream: Any, client_info: dict | None, caps: dict | None,
+                       credentials: str = "") -> dict | None:
+        """The server's DiscoverResult (cached for its ``ttlMs``, per origin and ``credentials``: the
+        server may answer each user otherwise), or None when it does not speak 2026-07-28."""
+        hit = self.discovered.get((origin, credentials))
         if hit is not None and hit[1] > time.monotonic():
             return hit[0]
         rid = self.mint_id("discover-")
@@ -210,13 +218,17 @@ class LegacyClientBridge:
         except upstream_mod.UpstreamError as e:
             logger.warning(f"mcpx: server/discover to {origin} failed: {e.reason}")
             return None
+        if era.about_the_client(reply.status, reply.headers.get("content-type", ""), reply.body):
+            return None  # (no verdict from an authorization answer: it is about these credentials)
         speaks, result = era.classify_discover(reply.status, reply.headers.get("content-type", ""), reply.body)
         self.rw.era.learn(origin, speaks_2026=speaks, discover=result)
         if not speaks or result is None:
             return None
         ttl = result.get("ttlMs")
         if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
-            self.discovered[origin] = (result, time.monotonic() + ttl / 1000)
+            self.discovered[(origin, credentials)] = (result, time.monotonic() + ttl / 1000)
+            while len(self.discovered) > MAX_SESSIONS:
+                self.discovered.pop(next(iter(self.discovered)))
         return result
 
     async def initialize(self, exch: Any, upstream: Any, refused: str | None = None) -> Answer | None:
@@ -228,7 +240,7 @@ class LegacyClientBridge:
         init = exch.initialize or {}
         rid = init.get("id")
         caps_2026 = self._caps(s, None)[0] if s.client_caps is not None else {}
-        disc = await self.discover(exch.origin, upstream, s.client_info, caps_2026)
+        disc = await self.discover(exch.origin, upstream, s.client_info, caps_2026, exch.credentials)
         if disc is None:
             return None
         requested = s.requested_rev
@@ -519,7 +531,7 @@ class LegacyClientBridge:
                                   after=f'"{ss.log_level}"', detail="the level of the client's last logging/setLevel"))
         param_map = None
         if name == "tools/call" and isinstance(params.get("name"), str):
-            param_map = (self.tools.get(exch.origin) or {}).get(params["name"])
+            param_map = self.tools_of(exch).get(params["name"])
         hdrs, hchanges = self._headers(headers, name, params, param_map)
         return Prepared(msg, hdrs, changes + hchanges, param_map is not None or name != "tools/call")
 
@@ -544,12 +556,21 @@ class LegacyClientBridge:
             changes.append(Change(pointer="header:Last-Event-ID", action="drop", rule="TR-sse-resumability"))
         return hdrs, changes
 
-    def learn_tools(self, origin: str, result: Any) -> None:
-        """Keep each listed tool's ``x-mcp-header`` map (TR-mcp-param-headers)."""
+    def tools_of(self, exch: Any) -> dict[str, dict | None]:
+        """The ``x-mcp-header`` maps learnt for ``exch``'s origin and credentials (:mod:`mcpx_core.identity`)."""
+        return self.tools.get((exch.origin, exch.credentials)) or {}
+
+    def learn_tools(self, exch: Any, result: Any) -> None:
+        """Keep each listed tool's ``x-mcp-header`` map (TR-mcp-param-headers), for the origin and
+        the credentials of ``exch``, the exchange whose tools/list answered: what one user's list
+        taught is never used for another's calls."""
+        where = (exch.origin, exch.credentials)
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
             return
-        known = self.tools.setdefault(origin, {})
+        known = self.tools.setdefault(where, {})
+        while len(self.tools) > MAX_SESSIONS:  # one map per origin and credentials, oldest forgotten first
+            self.tools.pop(next(iter(self.tools)))
         for t in tools:
             if isinstance(t, dict) and isinstance(t.get("name"), str):
                 known[t["name"]] = x_mcp_header_map(t.get("inputSchema")) or None
@@ -780,7 +801,7 @@ class Call:
                 # tools/list, e.g. after a failover): listed now, the call goes again with them
                 retried_headers = True
                 params = body["params"]
-                param_map = (self.b.tools.get(self.exch.origin) or {}).get(params.get("name"))
+                param_map = self.b.tools_of(self.exch).get(params.get("name"))
                 hdrs, hchanges = upgrade_headers(self.method, params, param_map)
                 headers.update({k.lower(): v for k, v in hdrs.items()})
                 self.b.log(self.exch, "c2s", None, None, [c for c in hchanges if c.rule == "TR-mcp-param-headers"],
@@ -877,7 +898,7 @@ class Call:
                                   after=json_body.dumps(self.rid).decode(), detail="mcpx's retry id mapped back to the client's"))
             resp["id"] = self.rid
         if self.method == "tools/list" and isinstance(resp.get("result"), dict):
-            self.b.learn_tools(self.exch.origin, resp["result"])
+            self.b.learn_tools(self.exch, resp["result"])
         err = resp.get("error")
         if isinstance(err, dict) and self.method == "resources/read" and err.get("code") == -32602:
             changes.append(Change(pointer="/error/code", action="keep", rule="ERR-resource-not-found",
@@ -1049,11 +1070,11 @@ class Call:
             result = msg.get("result") if isinstance(msg, dict) else None
             if not isinstance(result, dict):
                 return False
-            self.b.learn_tools(self.exch.origin, result)
+            self.b.learn_tools(self.exch, result)
             cursor = result.get("nextCursor")
             if not cursor:
                 break
-        return bool((self.b.tools.get(self.exch.origin) or {}).get(name))
+        return bool(self.b.tools_of(self.exch).get(name))
 
 
 class Listen:
