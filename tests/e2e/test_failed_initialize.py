@@ -236,7 +236,7 @@ def test_a_refused_initialize_leaves_the_earlier_session_of_the_connection_bound
     with Proxy(f"http://127.0.0.1:{second_refused}", tmp_path, scripts=(str(PROBE),), options={"probe_port": port}) as px:
         c = Client(px.port)
         c.initialize("2024-11-05", name="first")
-        handle = px.handle(c.session)
+        handle, token = px.handle(c.session), c.session
         bound = probe(port)["bound"]
         c.session = None
         status, headers, body = c.post(init_msg("2025-06-18", "second"))
@@ -245,12 +245,18 @@ def test_a_refused_initialize_leaves_the_earlier_session_of_the_connection_bound
         assert state["sessions"] == 1
         assert {k: v for k, v in state["bound"].items()} == bound  # the first session's keys, all of them
         before = len(px.changes())
-        status, _, msgs = c.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}}
+        # with no session id: not this session's client (its server keeps a session and its client echoed its
+        # token, docs/security.md "The one guess"): forwarded as it came, answered as the server answers it
+        status, _, msgs = c.rpc(call)
+        assert (status, msgs[0]["result"]) == (200, AUDIO)
+        c.session = token
+        status, _, msgs = c.rpc(call)  # with its token: the first session, as before the refused initialize
         assert (status, msgs[0]["result"]["content"]) == (200, [{"type": "text", "text": "[audio content omitted: audio/wav, 3 bytes]"}])
         assert [(r["session"], r["rule"]) for r in wait_changes(px, before + 1)[before:]] == [(handle, "CT-audio")]
         c.close()
-    # notifications/initialized with the server's id; the call as the client sent it, with none
-    assert [sid for sid, _ in RefusingSecond.seen] == ["keep-1", None]
+    # notifications/initialized with the server's id; the call without a session id as the client sent it; the call with its token
+    assert [sid for sid, _ in RefusingSecond.seen] == ["keep-1", None, "keep-1"]
 
 
 class RefusingOnCue(ScriptedMcpHandler):
@@ -302,13 +308,14 @@ def test_two_refused_initializes_in_flight_leave_the_hosts_earlier_session_bound
     ``b``'s session (still in flight), and ``b``'s refusal then gave it back to ``a``'s, which was gone:
     the host was bound to nothing, and the first client's next request from a new connection went
     through unrewritten (an audio block to a 2024-11-05 client). Now it gives it to the session ``a``'s
-    had taken it from: the first client's."""
+    had taken it from: the first client's (the probe shows the keys; the guess itself serves that session
+    to no tokenless request, since its server keeps a session: docs/security.md "The one guess")."""
     import threading
     port = free_port()
     with Proxy(f"http://127.0.0.1:{on_cue}", tmp_path, scripts=(str(PROBE),), options={"probe_port": port}) as px:
         c = Client(px.port)
         c.initialize("2024-11-05", name="first")
-        handle = px.handle(c.session)
+        handle, token = px.handle(c.session), c.session
         c.close()
         answers: dict = {}
 
@@ -332,7 +339,8 @@ def test_two_refused_initializes_in_flight_leave_the_hosts_earlier_session_bound
         assert state["sessions"] == 1 and set(state["bound"].values()) == {handle}
         assert "host:127.0.0.1" in state["bound"]
         before = len(px.changes())
-        again = Client(px.port)  # the first client, on a new connection, with no session id
+        again = Client(px.port)  # the first client, on a new connection, with its token
+        again.session = token
         status, _, msgs = again.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
         again.close()
         assert (status, msgs[0]["result"]["content"]) == (200, [{"type": "text", "text": "[audio content omitted: audio/wav, 3 bytes]"}])

@@ -330,3 +330,52 @@ def test_a_request_mcpx_answers_is_checked_for_dns_rebinding(legacy, tmp_path, o
         assert [(r["pointer"], r["action"], r["rule"]) for r in records] == [("header:Origin", "answer-locally", "MCPX-origin-check")]
     else:
         assert messages_of(headers["content-type"], body)[0]["result"]["supportedVersions"] == ["2026-07-28"]
+
+
+class Stateless(Recording):
+    """A stateless legacy server (no Mcp-Session-Id): initialize echoes the client's revision; a
+    tools/call answers a resource_link block (2025-06-18 has it; 2024-11-05 does not)."""
+
+    seen: list = []
+    LINK = {"type": "resource_link", "uri": "file:///n.txt", "name": "n"}
+
+    def do_POST(self):
+        body = self._record()
+        method, rid = body.get("method"), body.get("id")
+        if method == "initialize":
+            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "stateless", "version": "1"}}})
+        elif rid is None:
+            self.send_empty(202)
+        else:
+            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {"content": [self.LINK]}})
+
+
+def test_the_guess_serves_a_client_that_echoes_no_id_and_no_stranger_reaches_a_sealed_session(tmp_path):
+    """The one guess left (the client's connection, then its host), against a stateless server: A
+    (2025-06-18) echoes its token; a stranger on the same host with no session id then finds no session
+    (A's token was echoed: A is never tokenless) and gets the server's answer untouched. B (2024-11-05)
+    never echoes its token: its calls on its connection are found by the guess and get 2024-11-05."""
+    Stateless.seen = []
+    srv = LoopbackServer(Stateless)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path) as px:
+            a = Client(px.port)
+            a.initialize("2025-06-18", name="a")
+            assert a.session.startswith("mcpx1.")
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "n", "arguments": {}}}
+            _, _, got_a = a.rpc(call)
+            stranger = Client(px.port)
+            _, _, got_stranger = stranger.rpc(call)
+            b = Client(px.port)  # B cannot echo a session id: it never sends one
+            assert b.rpc(initialize_msg("2024-11-05", name="b"))[0] == 200
+            assert b.post({"jsonrpc": "2.0", "method": "notifications/initialized"})[0] == 202
+            _, _, got_b = b.rpc(call)
+            flows = [f for f in px.flows() if f.request.method == "POST" and b'"tools/call"' in (f.request.get_content() or b"")]
+    finally:
+        srv.stop()
+    assert got_a == got_stranger == [{"jsonrpc": "2.0", "id": 2, "result": {"content": [Stateless.LINK]}}]
+    assert got_b[0]["result"]["content"][0]["type"] == "resource"  # downgraded for 2024-11-05
+    assert [(f.metadata["mcpx"]["session"] is not None, f.metadata["mcpx"]["client_revision"]) for f in flows] == [
+        (True, "2025-06-18"), (False, None), (True, "2024-11-05")]
