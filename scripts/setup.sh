@@ -71,4 +71,5 @@ else
   PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh" demo
 fi
 wait "$env_pid" || die "the python environment ($VENV) failed to install (see above)"
-log "ready: $VENV/bin/mitmdump -s addon/mcpx.py --mode reverse:http://YOUR-SERVER"
+if [[ "$PWD" == "$ROOT" ]]; then at=""; else at="$ROOT/"; fi  # a command that runs as printed, from here
+log "ready: ${at}.venv/bin/mitmdump -s ${at}addon/mcpx.py --mode reverse:http://YOUR-SERVER"
