@@ -165,3 +165,20 @@ def test_repeated_headings_and_fences(tmp_path):
     p.write_text("# A\n## A\n```\n# not a heading\n[x](nowhere.md)\n```\n### A\n[y](x.md#a-2) `[z](no.md)`\n")
     assert anchors(p) == {"a", "a-1", "a-2"}
     assert links(p) == ["x.md#a-2"]
+
+
+def test_options_page_lists_every_option():
+    """docs/options.md: a table row with the default as typed, and a section, for every option of
+    ``Settings`` (addon/mcpx_core/settings.py), in its order."""
+    from mcpx_core.settings import Settings
+
+    text = (ROOT / "docs" / "options.md").read_text()
+    rows = re.findall(r"^\| `(mcpx_\w+)` \| ([^|]+) \|", text, re.M)
+    want = []
+    for name in Settings.option_names():
+        default = Settings.spec(name)[1]
+        if isinstance(default, bool):
+            default = "true" if default else "false"
+        want.append((name, f"`{default}`" if default not in ("", ()) else "(none)"))
+    assert [(n, d.strip()) for n, d in rows] == want
+    assert re.findall(r"^### (mcpx_\w+)$", text, re.M) == Settings.option_names()
