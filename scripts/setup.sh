@@ -40,8 +40,7 @@ python_env() {
     found="$("$VENV/bin/python" "$ROOT/scripts/venv_kind.py" "$ROOT" "$pyver" 2>/dev/null || true)"
     if [[ "$found" == test || "$found" == proxy ]]; then
       log "reusing $VENV (it holds the $found part at the versions of requirements.lock)"
-      have="$want $found"
-      echo "$have" > "$stamp"
+      have="$want $found"  # not written to the stamp: a venv kept as it is stays untouched
     fi
   fi
   if [[ -x "$VENV/bin/mitmdump" && ( "$have" == "$want test" || ( "$part" == demo && "$have" == "$want proxy" ) ) ]]; then

@@ -6,8 +6,9 @@
 
 A venv counts only if it runs the Python version setup.sh chose, imports mitmproxy, orjson, pydantic and
 mcpx_core, and every distribution it holds that requirements.lock pins is at the pinned version. ``test``
-also needs the test tools of pyproject.toml's ``test`` extra and mcpx installed editable from ROOT (the
-full setup's ``pip install -e '.[test]'``). setup.sh then keeps the venv instead of building it again."""
+also needs the test tools of pyproject.toml's ``test`` extra and mcpx installed editable (the full setup's
+``pip install -e '.[test]'``). setup.sh then keeps the venv instead of building it again, and changes
+nothing in it (not even its stamp file) unless the part asked for needs more."""
 
 from __future__ import annotations
 
@@ -46,7 +47,9 @@ def kind(root: Path, version: str) -> str:
         url = json.loads(metadata.distribution("mcpx").read_text("direct_url.json") or "{}")
     except Exception:
         url = {}
-    editable = url.get("dir_info", {}).get("editable") and url.get("url") == root.resolve().as_uri()
+    # editable (the full setup's ``pip install -e '.[test]'``; the suite imports mcpx from the checkout's
+    # addon/ either way, so a venv shared by several checkouts of one repository serves each)
+    editable = bool(url.get("dir_info", {}).get("editable"))
     if editable and all(norm(n) in installed for n in TEST):
         return "test"
     return "proxy"
