@@ -20,8 +20,15 @@ DATA = ROOT / "addon" / "mcpx_core" / "data"
 
 
 def cell(text: object) -> str:
-    """One Markdown table cell: no line breaks, ``|`` escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """One Markdown table cell: no line breaks, ``|`` escaped; outside code spans also ``*``, ``<``
+    and a ``_`` that starts a word, so the data's text renders as it is written."""
+    parts = re.split(r"(`[^`]*`)", " ".join(str(text).split()))
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 0:  # prose
+            part = re.sub(r"(?<![A-Za-z0-9])_", r"\\_", re.sub(r"([\\*<])", r"\\\1", part))
+        out.append(part.replace("|", "\\|"))
+    return "".join(out)
 
 
 def revision_delta() -> str:
