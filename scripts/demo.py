@@ -7,7 +7,9 @@ and runs the released @modelcontextprotocol/sdk 1.10.2 client (2024-11-05) and P
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import shlex
 import sys
 import tempfile
 from collections import Counter
@@ -20,6 +22,18 @@ from proxy_lib import Proxy  # noqa: E402
 
 OPS = [{"id": "get-resource-links", "op": "callTool", "name": "get-resource-links", "arguments": {"count": 2}},
        {"id": "get-structured-content", "op": "callTool", "name": "get-structured-content", "arguments": {"location": "Chicago"}}]
+
+
+def shown(path: pathlib.Path | str) -> str:
+    """A path as a command line should name it: relative to the working directory when it lies below
+    it (``.venv/bin/mitmweb``, ``addon/mcpx.py`` from the checkout), else absolute; shell-quoted."""
+    path, cwd = os.path.abspath(path), os.getcwd()
+    return shlex.quote(os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path)
+
+
+def tool(name: str) -> str:
+    """This venv's ``mitmdump``/``mitmweb`` as a runnable command (``.venv/bin/mitmweb``), never a bare name."""
+    return shown(pathlib.Path(sys.executable).with_name(name))
 
 
 def cut(text: str, n: int) -> str:
@@ -37,7 +51,9 @@ def main() -> int:
     with peers_lib.start_everything_server() as srv:
         print(f"server: npm @modelcontextprotocol/server-everything at {srv.url}")
         with Proxy(f"http://127.0.0.1:{srv.port}", work) as px:
-            print(f"mcpx:   mitmdump -s addon/mcpx.py --mode reverse:http://127.0.0.1:{srv.port} at {px.url}\n")
+            addon = shown(ROOT / "addon" / "mcpx.py")
+            print(f"mcpx:   {px.url}, started as {tool('mitmdump')} -s {addon} --mode reverse:http://127.0.0.1:{srv.port} "
+                  f"--listen-host 127.0.0.1 -p {px.port} (with -w and --set options of the demo's own)\n")
             ok = True
             clients = ("sdk-1.10.2", "mcp-1.8.1")
             for client in clients:
@@ -53,8 +69,8 @@ def main() -> int:
     sessions = list(dict.fromkeys(c["session"] for c in records))
     who = dict(zip(sessions, clients))
     calls = [c for c in records if c["method"] == "tools/call"]
-    print(f"files in {work}: the change log {px.log_path.name}, the flows {px.flows_path.name} "
-          f"(mitmweb -r {px.flows_path} -s addon/mcpx.py), mitmdump's output {px.out_path.name}")
+    print(f"files in {work}: the change log {px.log_path.name}, the flows {px.flows_path.name}, mitmdump's output "
+          f"{px.out_path.name}; to inspect the flows: {tool('mitmweb')} -r {shown(px.flows_path)} -s {shown(ROOT / 'addon' / 'mcpx.py')}")
     per_method = Counter(c["method"] or "(no method)" for c in records)
     print(f"change log: {len(records)} records ({', '.join(f'{n} for {m}' for m, n in per_method.items())}); the tools/call ones:")
     print(f"  {'client':<11} {'receiver':<10} {'id':<5} {'action':<8} {'JSON Pointer':<32} [rule] value before")

@@ -12,12 +12,14 @@
 #                            and the mcp 1.8.1 client (scripts/setup_peers.sh demo); no browser, no root
 #
 # A re-run only redoes what changed (stamp files keyed by sha256 of the lock files); `setup.sh` after
-# `setup.sh demo` adds the test tools and the other peers to what is there.
+# `setup.sh demo` adds the test tools and the other peers to what is there, and `setup.sh demo` after
+# `setup.sh` keeps its .venv (a test venv holds all the demo needs). A .venv made by hand (the README's
+# `pip install -c requirements.lock .`) is kept too when it holds the lock's versions (scripts/venv_kind.py).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
-sha() { sha256sum "$@" | sha256sum | cut -c1-64; }
+sha() { cat "$@" | sha256sum | cut -c1-64; }  # of the contents only: the same wherever the checkout lies
 # shellcheck source=python.sh
 source "$ROOT/scripts/python.sh"
 
@@ -26,10 +28,21 @@ part="${1:-tests}"
 py="$(find_python)" || die "no Python >= 3.12 found (mitmproxy 12 needs one; tried python3.12..python3.15, pyenv versions, python3). Install one, or set PEERS_PYTHON=/path/to/python3.12"
 VENV="$ROOT/.venv"
 pip() { "$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-input -c "$ROOT/requirements.lock" "$@" >&2; }
-want="$(sha "$ROOT/requirements.lock" "$ROOT/pyproject.toml")-$("$py" -c 'import sys; print(sys.version.split()[0])')"
+pyver="$("$py" -c 'import sys; print(sys.version.split()[0])')"
+want="$(sha "$ROOT/requirements.lock" "$ROOT/pyproject.toml")-$pyver"
 stamp="$VENV/.mcpx-stamp"  # "<want> proxy" (mcpx and its dependencies) or "<want> test" (and the test tools)
 have="$(cat "$stamp" 2>/dev/null || true)"
 python_env() {
+  if [[ -x "$VENV/bin/mitmdump" && "$have" != "$want test" && "$have" != "$want proxy" ]]; then
+    # a venv made by hand (the README's proxy-only install) or under another stamp: keep it when what
+    # it holds is what this part needs (scripts/venv_kind.py: same Python, the lock's versions)
+    local found
+    found="$("$VENV/bin/python" "$ROOT/scripts/venv_kind.py" "$ROOT" "$pyver" 2>/dev/null || true)"
+    if [[ "$found" == test || "$found" == proxy ]]; then
+      log "reusing $VENV (it holds the $found part at the versions of requirements.lock)"
+      have="$want $found"  # not written to the stamp: a venv kept as it is stays untouched
+    fi
+  fi
   if [[ -x "$VENV/bin/mitmdump" && ( "$have" == "$want test" || ( "$part" == demo && "$have" == "$want proxy" ) ) ]]; then
     log "python environment up to date ($VENV)"
   elif [[ -x "$VENV/bin/mitmdump" && "$have" == "$want proxy" ]]; then
@@ -57,4 +70,5 @@ else
   PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh" demo
 fi
 wait "$env_pid" || die "the python environment ($VENV) failed to install (see above)"
-log "ready: $VENV/bin/mitmdump -s addon/mcpx.py --mode reverse:http://YOUR-SERVER"
+if [[ "$PWD" == "$ROOT" ]]; then at=""; else at="$ROOT/"; fi  # a command that runs as printed, from here
+log "ready: ${at}.venv/bin/mitmdump -s ${at}addon/mcpx.py --mode reverse:http://YOUR-SERVER"

@@ -331,12 +331,56 @@ class OptionError(ValueError):
         super().__init__(line)
 
 
+def _edits(a: str, b: str) -> int:
+    """Edits from ``a`` to ``b``: insertions, deletions, substitutions and swaps of two neighbours
+    (optimal string alignment: ``mpcx`` -> ``mcpx`` is one)."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+_HEAD_RE = re.compile(r"([a-z]+)[-_.](.+)")
+
+
+def _stem(name: str) -> str:
+    """The part of an option name after its prefix, when the prefix is ``mcpx`` or one edit from it
+    (``mcpx-max_body``, ``mpcx_max_body``, ``mcp_max_body`` -> ``max_body``); else the name."""
+    name = name.lower()
+    m = _HEAD_RE.fullmatch(name)
+    if m and _edits(m.group(1), "mcpx") <= 1:
+        return m.group(2).replace("-", "_")
+    return re.sub(r"^mcpx[-_.]?", "", name).replace("-", "_")
+
+
+def _closest(stem: str) -> list[str]:
+    stems = [n.removeprefix(PREFIX) for n in Settings.option_names()]
+    return difflib.get_close_matches(stem, stems, n=1, cutoff=0.6) or [c for c in stems if stem and stem in c]
+
+
+def meant_for_mcpx(name: str) -> bool:
+    """Whether an option name mcpx does not define was meant for it, and is refused like a misspelt
+    one: it starts with ``mcpx`` (``mcpx_polcy``, ``mcpx-policy``), or it is one edit from an mcpx
+    option (``mpcx_policy``, ``mcpx_polcy``), or its prefix is one edit from ``mcpx`` and the rest
+    is close to an mcpx option's (``mpcx_polcy``, ``mcp_max_body``). Other names (``mcp_timeout``,
+    another addon's) are left to mitmproxy."""
+    low = name.lower()
+    if low.startswith("mcpx"):
+        return True
+    if any(_edits(low, option) <= 1 for option in Settings.option_names()):
+        return True
+    m = _HEAD_RE.fullmatch(low)
+    return bool(m and _edits(m.group(1), "mcpx") <= 1 and _closest(_stem(low)))
+
+
 def unknown_option(name: str, value: Any = None) -> OptionError:
-    """The error for an option mcpx does not define (``mcpx_polcy``), suggesting the closest name."""
+    """The error for an option mcpx does not define (``mcpx_polcy``, ``mpcx_policy``), suggesting the closest name."""
     names = Settings.option_names()
-    stem = re.sub(r"^mcpx[-_.]?", "", name.lower()).replace("-", "_")  # compared without the common prefix
-    stems = [n.removeprefix(PREFIX) for n in names]
-    close = difflib.get_close_matches(stem, stems, n=1, cutoff=0.6) or [c for c in stems if stem and stem in c]
+    stem = _stem(name)  # compared without the common prefix (or one a typo away from it)
+    close = _closest(stem)
     close = [PREFIX + close[0]] if len(close) == 1 else []
     if close:
         v = value if isinstance(value, str) and value else Settings.spec(close[0])[2]

@@ -1,7 +1,8 @@
 """mcpx's options (``--set mcpx_...``): registered from :class:`~mcpx_core.settings.Settings`,
 parsed in ``configure`` and copied onto the shared state.
 
-An invalid value, or an ``mcpx_*`` name mcpx does not define, never lets mitmproxy run without
+An invalid value, or an ``mcpx_*`` name mcpx does not define (or a name one typo from one:
+``mpcx_policy``, :func:`~mcpx_core.settings.meant_for_mcpx`), never lets mitmproxy run without
 mcpx or with another value than the one typed. While mitmproxy starts (before it listens), mcpx
 prints one line to stderr (``mcpx: invalid value "64XB" for mcpx_max_body: ...; e.g. --set
 mcpx_max_body=64MiB``) and exits with status 1, as mitmproxy does for its own options given on
@@ -26,16 +27,28 @@ import sys
 from collections.abc import Sequence
 
 from mitmproxy import ctx, exceptions, optmanager
+from mitmproxy.utils import human
 
 from .. import __version__, profiles, revisions, seal
 from ..changes import ChangeLog
-from ..settings import PREFIX, WHAT, OptionError, Settings, unknown_option
+from ..settings import PREFIX, WHAT, OptionError, Settings, meant_for_mcpx, unknown_option
 from .state import State
 
 logger = logging.getLogger("mcpx")
 
 #: mitmproxy's holder of a deferred ``--set`` value not yet converted (``OptionManager.set``)
 _UNCONVERTED = getattr(optmanager, "_UnconvertedStrings", ())
+
+
+def stream_size(n: int) -> str:
+    """``n`` bytes in the form of mitmproxy's own sizes (``human.parse_size``: ``k``, ``m``, ``g``,
+    ``t`` are powers of 1024), the largest unit that divides it: ``67108864`` -> ``"64m"``,
+    ``64000000`` -> ``"62500k"``, ``1000`` -> ``"1000"``. The console's status bar shows
+    ``stream_large_bodies`` as it is set ("[64m]", not "[67108864]")."""
+    for unit, size in sorted(human.SIZE_UNITS.items(), key=lambda kv: -kv[1]):
+        if size > 1 and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
 
 
 def starting() -> bool:
@@ -84,7 +97,7 @@ class Options:
         for name, value in list(opts.deferred.items()):
             unconverted = isinstance(value, _UNCONVERTED) if _UNCONVERTED else False
             if name not in names:
-                if name.lower().startswith("mcpx"):
+                if meant_for_mcpx(name):  # mcpx_polcy, mcpx-policy, mpcx_policy: mitmproxy would ignore them
                     given = (value.val[-1] if value.val else None) if unconverted else value
                     fail(unknown_option(name, given))
                 continue
@@ -133,7 +146,7 @@ class Options:
             # Bodies above mcpx_max_body are not parsed: mitmproxy streams them (also those without
             # Content-Length, once that many bytes came), so none is held whole in memory; unless
             # the user set stream_large_bodies.
-            limit = str(st.max_body)
+            limit = stream_size(st.max_body)
             if ctx.options.stream_large_bodies in (None, "", self._stream_limit) and ctx.options.stream_large_bodies != limit:
                 self._stream_limit = limit
                 ctx.options.update(stream_large_bodies=limit)
