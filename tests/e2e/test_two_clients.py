@@ -25,10 +25,11 @@ from __future__ import annotations
 import concurrent.futures
 import json
 
+import orjson
 import pytest
 
 import peers_lib as pl
-from proxy_lib import Proxy
+from proxy_lib import Client, Proxy
 
 A, B = "fastmcp-2.10.6", "fastmcp-2.3.4"
 REVISION = {A: "2025-06-18", B: "2024-11-05"}
@@ -83,6 +84,17 @@ def test_two_clients_one_host_stateless_json(peers, tmp_path):
                 fa = pool.submit(pl.run_tp_client, A, px.url, ops_a, 120)
                 fb = pool.submit(pl.run_tp_client, B, px.url, ops_b, 120)
                 reports = {A: fa.result(), B: fb.result()}
+            # a stranger on the same host, no session id: both clients echo their tokens, so the guess
+            # serves neither session (docs/security.md): the server's answer reaches it untouched
+            stranger = Client(px.port)
+            call = {"jsonrpc": "2.0", "id": "stranger-1", "method": "tools/call", "params": {"name": "audio_clip", "arguments": {}}}
+            s_status, _, s_body = stranger.post(call)
+            stranger.close()
+    assert s_status == 200
+    direct = [f for f in px.flows() if f.request.get_content(strict=False) == orjson.dumps(call)]
+    assert len(direct) == 1 and (direct[0].metadata.get("mcpx") or {}).get("session") is None
+    assert direct[0].response.get_content() == s_body  # as the server sent it: no record, no rewrite
+    assert not (direct[0].metadata.get("mcpx") or {}).get("changes")
     for client, rep in reports.items():
         assert rep["returncode"] == 0, (client, rep.get("error"), rep["stderr"][-2000:])
         assert rep["clientInfo"] == {"name": "mcp", "version": "0.1.0"}
@@ -103,8 +115,8 @@ def test_two_clients_one_host_stateless_json(peers, tmp_path):
     # initialize names 2025-06-18 and A sends MCP-Protocol-Version on every later request, B none)
     wrong = []
     for f in px.flows():
-        if f.request.method != "POST" or (f.metadata.get("mcpx") or {}).get("origin") == "mcpx":
-            continue  # (mcpx's own flows: the initialize it sends to seal each session)
+        if f.request.method != "POST" or (f.metadata.get("mcpx") or {}).get("origin") == "mcpx" or f.id == direct[0].id:
+            continue  # (mcpx's own flows: the initialize it sends to seal each session; the stranger's)
         sender = _sender(f)
         got = (f.metadata.get("mcpx") or {}).get("client_revision")
         if sender is None or got != REVISION[sender]:
