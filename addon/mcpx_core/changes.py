@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import os
 import threading
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -378,6 +379,8 @@ class ChangeLog:
         if self._fh is None:
             return
         data = b"".join(orjson.dumps(c, default=_text) + b"\n" for c in changes)  # its __dict__: field order, "profile" only where set
+        if b"\xe2\x80" in data or b"\xc2\x85" in data or b"\xe2\x81" in data:
+            data = _LINE_BREAKERS.sub(_json_escape, data)  # one record a line, for every reader of lines
         if data:
             with self._lock:
                 self._fh.write(data)
@@ -386,6 +389,16 @@ class ChangeLog:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+#: characters orjson writes raw that some readers take for a line end (U+0085, U+2028, U+2029) or that
+#: reorder what a terminal shows (bidirectional controls), as UTF-8: written as JSON escapes instead
+_BREAKERS = (0x85, 0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_LINE_BREAKERS = re.compile(b"|".join(re.escape(chr(c).encode("utf-8")) for c in _BREAKERS))
+
+
+def _json_escape(m: re.Match) -> bytes:
+    return b"\\u%04x" % ord(m.group().decode("utf-8"))
 
 
 def now() -> float:

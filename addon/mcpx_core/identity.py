@@ -11,7 +11,10 @@ Which headers count (:func:`credential_headers`): ``Authorization`` and ``Cookie
 sends on a client's behalf, :data:`mcpx_core.upstream.ON_BEHALF`), and every other request header
 whose name says it carries a secret (``X-API-Key``, ``X-Auth-Token``, ``Api-Key``, ...: a name
 holding ``auth``, ``token``, ``key``, ``secret``, ``password``, ``credential`` or ``cookie``), since
-a bridge forwards those too. MCP's own headers (``Mcp-*``, ``MCP-Protocol-Version``) never count.
+a bridge forwards those too. MCP's own headers (``Mcp-*``, ``MCP-Protocol-Version``) never count, nor
+headers that change on every request (``Idempotency-Key``) or the cookies a load balancer rotates
+(``AWSALB*``, ``AWSELB*``). A credential that itself changes on every request (a signed request, as
+AWS SigV4) opens an upstream session per request: such a client gets no reuse (docs/security.md).
 """
 
 from __future__ import annotations
@@ -25,8 +28,12 @@ from typing import Iterable
 _KEY = os.urandom(32)
 #: header names that carry a client's credentials besides Authorization and Cookie
 _SECRET_NAME = re.compile(r"auth|token|key|secret|password|passwd|credential|cookie", re.IGNORECASE)
-#: never credentials: MCP's own headers, and transport headers whose names happen to match
-_NOT_SECRET = frozenset({"keep-alive", "sec-websocket-key"})
+#: never credentials: transport headers whose names happen to match, and headers that carry a new value
+#: on every request (keyed by them, every request would open a new upstream session and no held round
+#: trip could be retried)
+_NOT_SECRET = frozenset({"keep-alive", "sec-websocket-key", "idempotency-key", "x-idempotency-key"})
+#: cookies a load balancer sets and rotates on every response (stickiness, not who the client is)
+_ROTATING_COOKIE = re.compile(r"^\s*(AWSALB[A-Z]*|AWSELB[A-Z]*)=", re.IGNORECASE)
 
 
 def is_credential(name: str) -> bool:
@@ -38,8 +45,17 @@ def is_credential(name: str) -> bool:
 
 
 def credential_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The credential headers among ``headers`` (name lower-cased, value as sent), sorted."""
-    return sorted((k.lower(), v) for k, v in headers if is_credential(k))
+    """The credential headers among ``headers`` (name lower-cased, value as sent; a ``Cookie`` without
+    the load balancer's rotating cookies), sorted."""
+    out = []
+    for k, v in headers:
+        if not is_credential(k):
+            continue
+        low = k.lower()
+        if low == "cookie":
+            v = ";".join(c for c in v.split(";") if not _ROTATING_COOKIE.match(c))
+        out.append((low, v))
+    return sorted(out)
 
 
 def credentials_key(headers: Iterable[tuple[str, str]]) -> str:

@@ -49,7 +49,7 @@ def _split(live: Iterable[Session], closed: Iterable[Session]) -> tuple[list[Ses
 def sessions_text(live: Iterable[Session], closed: Iterable[Session] = ()) -> str:
     """The live sessions (least recently used first), then the closed ones, or ``no MCP sessions yet``."""
     live, closed = _split(live, closed)
-    lines = [session_line(s) for s in live] + [session_line(s, closed=True) for s in closed]
+    lines = [printable(session_line(s)) for s in live] + [printable(session_line(s, closed=True)) for s in closed]
     return "\n".join(lines) or "no MCP sessions yet"
 
 

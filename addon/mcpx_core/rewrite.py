@@ -26,7 +26,7 @@ import orjson
 
 from collections.abc import Mapping
 
-from . import audit, profiles, revisions
+from . import audit, flowlist, profiles, revisions
 from . import repair as repair_stage
 from .changes import Change
 from .bridge.era import EraCache
@@ -37,6 +37,7 @@ from .framing.encoding import DecodeFailed
 from .framing.sse import Event, SSEParser
 from .rules import ids
 from .rules.headers import request_headers
+from .seal import PREFIX as TOKEN_PREFIX
 from .session import (SESSION_HEADER, VERSION_HEADER, Named, Session, SessionTracker, Unknown, revision_in_header,
                       revision_in_meta)
 
@@ -82,9 +83,14 @@ class Exchange:
     session: Session | None = None
     #: fallback session keys for clients that echo no session id: the client's connection, then its host
     client_keys: tuple[str, ...] = ()
+    #: the messages of the client's request body as the flow list names them (:func:`mcpx_core.flowlist.carried`)
+    carries: str = ""
     #: the keyed digest of the request's credentials (:func:`mcpx_core.identity.credentials_key`; "" none):
     #: what mcpx keeps on a client's behalf is keyed by it
     credentials: str = ""
+    #: the server's origin and the request's whole path, query included (``scheme://host:port/path?query``):
+    #: tenants told apart by path, and credentials in the query, scope what mcpx keeps too
+    target: str = ""
     is_mcp: bool = False
     request_ids: dict = field(default_factory=dict)
     #: the ids of ``request_ids`` the server answered so far (a result or an error)
@@ -125,6 +131,12 @@ class Exchange:
     #: messages and records beyond :data:`FLOW_KEEP_MAX` (not kept on the flow; every record is still logged)
     messages_omitted: int = 0
     changes_omitted: int = 0
+
+    @property
+    def client_scope(self) -> tuple[str, str]:
+        """What mcpx keeps on a client's behalf is kept for exactly this: the URL the client asked for
+        (:attr:`target`, else the origin) and its credentials."""
+        return self.target or self.origin, self.credentials
 
     @property
     def revisions(self) -> tuple[str | None, str | None]:
@@ -286,6 +298,11 @@ class Rewriter:
             held.append("body holds no JSON-RPC 2.0 message")
         if jsonrpc:
             exch.is_mcp = True
+            exch.carries = flowlist.carried(jsonrpc, parsed.batch)  # (parsed: jsonrpc comes from its messages)
+        if live and jsonrpc and not (session_id and session_id.startswith(TOKEN_PREFIX)) and self._answers_held(jsonrpc):
+            # an answer to a server request a bridge holds for a session, without any token (a revision
+            # header, a _meta revision, an initialize beside it change nothing): not that session's client
+            return self._unrequested(exch, jsonrpc)
         init = next((m for m in jsonrpc if classify(m) == "request" and m.get("method") == "initialize"), None)
         if init is not None and not (live and self.tracker.sealer is not None and session_id and session_id.strip()):
             return self._initialize(exch, init, parsed, session_id, live, all_headers if all_headers is not None else headers)
@@ -294,8 +311,6 @@ class Rewriter:
         named = next((r for r in map(revision_in_meta, jsonrpc) if r), None)
         found = self.tracker.lookup(session_id, named, revision_in_header(version_header), exch.client_keys, live,
                                     endpoint=exch.endpoint or None, method=method)
-        if found is None and live and jsonrpc and self._answers_held(jsonrpc):
-            return self._unrequested(exch, jsonrpc)
         match found:
             case Unknown(reason=reason):
                 exch.is_mcp = True  # (answered 404, nothing forwarded: no passthrough record of its body)
@@ -365,6 +380,17 @@ class Rewriter:
         if rid is not None and json_body.inexact_number(rid):
             rid = None
         return AnswerLocally(404, json_body.dumps({"jsonrpc": "2.0", "id": rid, "error": UNKNOWN_SESSION}))
+
+    def unbridgeable(self, exch: Exchange) -> AnswerLocally:
+        """A request of a bridged session whose body mitmproxy streams (above ``mcpx_max_body``): a bridge
+        reads every body whole, and nothing may go to the server past it, so mcpx answers it: HTTP 413
+        with a JSON-RPC error, and a record."""
+        s = exch.session
+        self._emit(exch, [Change(pointer="", action="answer-locally", rule="MCPX-body-limit",
+                                 detail="a body larger than mcpx_max_body in a bridged session: answered 413, nothing forwarded")],
+                   "c2s", None, None, s.client_leg if s else None, s.server_rev if s else None)
+        return AnswerLocally(413, json_body.dumps({"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "Request body too large for mcpx to bridge (above mcpx_max_body)"}}))
 
     def _answers_held(self, jsonrpc: list) -> bool:
         """Whether a body holds an answer (a result or an error) to a server->client request a bridge

@@ -131,9 +131,10 @@ class Session:
         server would not let it do directly. The server keeps no session (``upstream_id`` None:
         nothing upstream to act in), no bridge serves it (a bridge keeps state on the session's
         behalf: held requests, listen streams), no server->client request waits for the client's
-        answer (``pending`` ``s2c`` entries), and its client never echoed its token (a client that
-        echoes it is never tokenless)."""
-        return (self.upstream_id is None and not self.bridge and not self.echoed
+        answer (``pending`` ``s2c`` entries), its client never echoed its token (a client that
+        echoes it is never tokenless), and the server accepted its initialize (one still in flight,
+        or never answered, serves nobody)."""
+        return (self.upstream_id is None and not self.bridge and not self.echoed and self.server_rev is not None
                 and not any(d == "s2c" for d, _ in self.pending))
 
     def remember(self, direction: str, req_id: Any, method: str) -> None:
@@ -258,6 +259,11 @@ class SessionTracker:
             return Unknown("a session the client ended (DELETE)")
         if session_id:
             s = self.get(session_id)
+            if s is not None and live and self.sealer is not None and (s.token is not None or session_id != s.upstream_id):
+                # live, a plain id names only an unsealed session, by the server's own id: never a key of
+                # mcpx's own (a handle, a flow, a connection or host of the guess), nor a sealed session's
+                # server id (its client holds its token)
+                s = None
             if s is not None:
                 s.echoed = True
                 return s

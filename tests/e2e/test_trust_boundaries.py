@@ -298,6 +298,7 @@ def test_hostile_wire_values_reach_the_terminal_escaped(legacy, tmp_path):
         c.initialize("2025-06-18", name=evil)
         c.rpc({"jsonrpc": "2.0", "id": evil, "method": "tools/call", "params": {"name": evil, "arguments": {}}})
         c.rpc({"jsonrpc": "2.0", "id": 9, "method": evil})
+        c.rpc({"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": {evil: 1}})  # a key: a pointer of a record line
         c.rpc({"jsonrpc": "2.0", "id": evil, "method": "tools/list"}, {"mcp-session-id": "mcpx1." + "A" * 60})
         Client(px.port).rpc({"jsonrpc": "2.0", "id": evil, "method": evil, "params": {"_meta": {PV: evil}}})
         px.stop()
@@ -306,6 +307,8 @@ def test_hostile_wire_values_reach_the_terminal_escaped(legacy, tmp_path):
     assert [c for c in text if (ord(c) < 32 and c != "\n") or 0x7f <= ord(c) <= 0x9f or c == "\u202e"] == []
     assert not any(line.startswith("mcpx: s2c forged") for line in text.split("\n"))
     assert "\\x1b[2J\\x1b]0;owned\\x07\\x0d\\x0amcpx: s2c forged line\\u202e" in text  # shown, as escapes
+    log = px.log_path.read_bytes()  # the change log: one JSON record a line, for every reader of lines
+    assert "\u202e".encode() not in log and len(log.decode().splitlines()) == len(px.changes())
 
 
 @pytest.mark.parametrize("origin,status", [("http://evil.example.com", 403), (None, 200), ("http://127.0.0.1:{port}", 200),
@@ -379,3 +382,124 @@ def test_the_guess_serves_a_client_that_echoes_no_id_and_no_stranger_reaches_a_s
     assert got_b[0]["result"]["content"][0]["type"] == "resource"  # downgraded for 2024-11-05
     assert [(f.metadata["mcpx"]["session"] is not None, f.metadata["mcpx"]["client_revision"]) for f in flows] == [
         (True, "2025-06-18"), (False, None), (True, "2024-11-05")]
+
+
+def test_no_key_of_mcpxs_own_is_a_session_id(legacy, tmp_path):
+    """The keys mcpx finds sessions under in memory (the guess's host and connection, the session's handle,
+    the flow of its initialize, the server's own id of a sealed session) are never a session id a client
+    can send: each gets 404 -32001 with nothing forwarded, a DELETE too; the token holder is unharmed."""
+    with Proxy(f"http://127.0.0.1:{legacy.port}", tmp_path) as px:
+        victim = Client(px.port)
+        victim.initialize("2025-06-18", name="victim")
+        handle = px.handle(victim.session)
+        port = victim.conn.sock.getsockname()[1]
+        flow_key = next(f"flow:{f.id}" for f in px.flows() if b'"initialize"' in (f.request.get_content() or b""))
+        before = len(Legacy.seen)
+        got = []
+        for sid in ("host:127.0.0.1", f"conn:127.0.0.1:{port}", handle, flow_key, "legacy-1"):
+            stranger = Client(px.port)
+            got.append(stranger.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                     "params": {"name": "t", "arguments": {}}}, {"mcp-session-id": sid})[::2])
+            stranger.conn.request("DELETE", "/mcp", headers={"mcp-session-id": sid})
+            r = stranger.conn.getresponse()
+            r.read()
+            got.append(r.status)
+        assert len(Legacy.seen) == before
+        _, _, mine = victim.rpc({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {}}})
+    assert got == [(404, [{"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "Session not found"}}]), 404] * 5
+    assert mine[0]["result"]["content"][0]["text"] == "session legacy-1 opened by None"
+
+
+def test_a_bridged_session_body_too_large_to_read_gets_413_and_nothing_reaches_the_server(only_2026, tmp_path):
+    """Legacy bridge: a request body above mcpx_max_body, which mitmproxy streams (Content-Length, or
+    chunked), cannot go through the bridge: mcpx answers 413 with a JSON-RPC error and a record, and the
+    server receives nothing (its session token least of all)."""
+    with Proxy(f"http://127.0.0.1:{only_2026.port}", tmp_path, options={"mcpx_server_era": "2026", "mcpx_max_body": "64KiB"}) as px:
+        c = Client(px.port)
+        init = initialize_msg("2025-06-18")
+        status, headers, _ = c.rpc(init)
+        c.session, c.revision = headers["mcp-session-id"], "2025-06-18"
+        big = orjson.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "x", "arguments": {"pad": "A" * 70000}}})
+        before = len(Only2026.seen)
+        status, _, body = c.post(None, raw=big)
+        conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+        conn.putrequest("POST", "/mcp")
+        for k, v in {**c.headers(), "transfer-encoding": "chunked"}.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        for i in range(0, len(big), 8192):
+            part = big[i:i + 8192]
+            conn.send(b"%x\r\n%s\r\n" % (len(part), part))
+        conn.send(b"0\r\n\r\n")
+        chunked = conn.getresponse()
+        chunked_body = chunked.read()
+        records = px.changes()
+    refused = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Request body too large for mcpx to bridge (above mcpx_max_body)"}}
+    assert (status, orjson.loads(body)) == (413, refused)
+    assert (chunked.status, orjson.loads(chunked_body)) == (413, refused)
+    assert Only2026.seen[before:] == []
+    assert [(r["action"], r["rule"]) for r in records if r["rule"] == "MCPX-body-limit"] == [("answer-locally", "MCPX-body-limit")] * 2
+
+
+def test_a_foreign_origin_initialize_is_refused_even_with_a_cached_discover(tmp_path):
+    """Legacy bridge: mcpx answers a legacy client's initialize from server/discover (cached for its ttlMs):
+    an initialize with a foreign Origin gets 403 whether or not an answer is cached, and no session."""
+    class Cached(Only2026):
+        seen: list = []
+
+        def do_POST(self):
+            if self.headers.get("origin", "").startswith("http://evil"):
+                self._record()
+                self.send_json(403, {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Forbidden origin"}})
+                return
+            Only2026.do_POST(self)
+    srv = LoopbackServer(Cached)
+    try:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, options={"mcpx_server_era": "2026"}) as px:
+            evil = {"origin": "http://evil.example.com:8080"}
+            first = Client(px.port).post(initialize_msg("2025-06-18"), evil)
+            assert Client(px.port).rpc(initialize_msg("2025-06-18"))[0] == 200  # a local client: discover cached
+            again = Client(px.port).post(initialize_msg("2025-06-18"), evil)
+    finally:
+        srv.stop()
+    for status, headers, body in (first, again):
+        assert (status, "mcp-session-id" in headers) == (403, False)
+        assert orjson.loads(body)["error"]["message"] == "Forbidden: Origin is not a local origin (mcpx refuses it as the server would)"
+
+
+def test_a_tokenless_answer_with_a_revision_header_or_beside_an_initialize_reaches_nobody(only_2026, tmp_path):
+    """The held-id answer of the first test, sent with MCP-Protocol-Version, with a revision in _meta, and
+    in a batch beside an initialize: 400 each time, and the victim's call gets its own answer."""
+    with Proxy(f"http://127.0.0.1:{only_2026.port}", tmp_path, options={"mcpx_server_era": "2026"}) as px:
+        y = Client(px.port)
+        y_init = initialize_msg("2025-06-18", name="victim")
+        y_init["params"]["capabilities"] = {"elicitation": {}}
+        status, headers, _ = y.rpc(y_init)
+        y.session, y.revision = headers["mcp-session-id"], "2025-06-18"
+        call = http.client.HTTPConnection("127.0.0.1", px.port, timeout=30)
+        call.request("POST", "/mcp", orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                                    "params": {"name": "ask", "arguments": {}}}), y.headers())
+        stream = call.getresponse()
+        [question] = [orjson.loads(e["data"]) for e in _read_events(stream, 1)]
+        forged = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"v": "ATTACKER"}, "_meta": {PV: "2025-06-18"}}}
+        x = Client(px.port)
+        statuses = [x.post(forged, {"mcp-protocol-version": "2025-06-18"})[0], x.post([initialize_msg("2025-03-26", rid=1), forged])[0]]
+        assert y.post({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"v": "mine"}}})[0] == 202
+        final = [orjson.loads(e["data"]) for e in _rest(stream)]
+    assert statuses == [400, 400]
+    assert final == [{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "got mine"}]}}]
+
+
+def test_tenants_by_path_and_query_get_their_own_upstream_sessions(legacy, tmp_path):
+    """2026-07-28 client bridge: the same client identity at /mcp?api_key=alice and /mcp?api_key=bob, or at
+    another path, gets an upstream session of its own (the URL scopes what mcpx keeps, as the credentials do)."""
+    envelope = {PV: "2026-07-28", CAPS: {}, INFO: {"name": "one-app", "version": "1.0"}}
+    with Proxy(f"http://127.0.0.1:{legacy.port}", tmp_path, options={"mcpx_server_era": "legacy"}) as px:
+        texts = []
+        for path in ("/mcp?api_key=alice", "/mcp?api_key=bob", "/tenant-b/mcp", "/mcp?api_key=alice"):
+            c = Client(px.port, path=path, headers={"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "w"})
+            _, _, msgs = c.rpc({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "w", "arguments": {}, "_meta": envelope}})
+            texts.append(msgs[0]["result"]["content"][0]["text"])
+    assert texts == ["session legacy-1 opened by None", "session legacy-2 opened by None", "session legacy-3 opened by None",
+                     "session legacy-1 opened by None"]
+    assert [p for m, p, h, b in Legacy.seen if b and b.get("method") == "initialize"] == ["/mcp?api_key=alice", "/mcp?api_key=bob", "/tenant-b/mcp"]

@@ -91,7 +91,7 @@ def test_sessions_report_and_pin_by_client_name(tmp_path):
             assert orjson.loads(init.response.content)["result"]["protocolVersion"] == "2024-11-05"
             assert [(c["pointer"], c["rule"], c["before"], c["after"]) for c in init.metadata["mcpx"]["changes"]] == [
                 ("/result/protocolVersion", "MCPX-pin", '"2025-06-18"', '"2024-11-05"')]
-            assert result.comment == "mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2024-11-05"
+            assert result.comment == "tools/call t #2 · client 2024-11-05, server 2025-06-18 · mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2024-11-05"
             assert cmd("mcpx.sessions") == SESSIONS
             path = tmp_path / "report.json"
             assert cmd(f"mcpx.report {path}") == TABLE
@@ -117,14 +117,14 @@ def test_pin_a_live_session():
             cmd = h.tctx.master.commands.execute
             await h.initialize("2025-06-18", session_id="sess-c")
             before = await h.exchange(call(1), structured(1), session="sess-c")
-            assert before.comment == ""  # structuredContent is 2025-06-18: delivered as is
+            assert before.comment == "tools/call t #1 · 2025-06-18"  # structuredContent is 2025-06-18: delivered as is
             with pytest.raises(exceptions.CommandError, match="cannot pin it to the newer 2025-11-25"):
                 cmd("mcpx.pin sess-c 2025-11-25")
             with pytest.raises(exceptions.CommandError, match="unknown revision '2099-01-01'"):
                 cmd("mcpx.pin sess-c 2099-01-01")
             assert cmd("mcpx.pin sess-c 2024-11-05") == "session sess-c pinned to 2024-11-05"
             pinned = await h.exchange(call(2), structured(2), session="sess-c")
-            assert pinned.comment == "mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2024-11-05"
+            assert pinned.comment.endswith(" · client 2024-11-05, server 2025-06-18 · mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2024-11-05")
             assert orjson.loads(pinned.response.content)["result"] == {
                 "content": [{"type": "text", "text": "21 C"}, {"type": "text", "text": '{"temperature":21}'}]}
             assert cmd("mcpx.sessions") == (
@@ -132,5 +132,5 @@ def test_pin_a_live_session():
                 "speaks 2025-06-18: 7 messages, 3 changes, 1 dropped")  # 1 header added, 1 rewritten, 1 dropped
             assert cmd('mcpx.pin sess-c ""') == "session sess-c unpinned"
             after = await h.exchange(call(3), structured(3), session="sess-c")
-            assert after.comment == ""
+            assert after.comment == "tools/call t #3 · 2025-06-18"
     asyncio.run(main())

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.peers
 CHROMIUM = Path(os.environ.get("MCPX_CHROMIUM", "/usr/bin/chromium"))
 DRIVER = Path(__file__).with_name("mitmweb_view.mjs")
 OUT = ROOT / "test-output" / "inspect"
-COMMENT = "mcpx: 2 rewritten for 2024-11-05"
+COMMENT = "tools/call get-resource-links #1 · 2024-11-05 · mcpx: 2 rewritten for 2024-11-05"
 
 
 def need(what: str, ok: bool, fix: str) -> None:
@@ -69,9 +69,7 @@ def mitmweb(tmp_path):
                 "--web-host", "127.0.0.1", "--web-port", str(web_port),
                 "--set", "web_open_browser=false", "--set", f"web_password={token}",
                 "--set", "termlog_verbosity=info"]
-        # flow list columns: the comment column shows mcpx's one-line summary
-        for col in ("icon", "path", "method", "status", "size", "comment"):
-            argv += ["--set", f"web_columns={col}"]
+        # flow list columns: none set, mcpx adds the Comment column to mitmweb's default ones
         with open(log, "wb") as fh:
             proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, cwd=str(ROOT),
                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})

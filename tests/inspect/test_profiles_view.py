@@ -70,7 +70,7 @@ def test_profile_and_audit_in_view_comment_sessions_and_report(tmp_path):
             await h.initialize("2025-06-18", name="mcp", version="0.1.0", capabilities={"sampling": {}}, session_id="s1")
             f = await h.exchange({**CALL, "id": 3}, LINK, session="s1")
             assert render(f)[1].startswith(PROFILE_VIEW)
-            assert f.comment == "mcpx: 1 rewritten for 2025-06-18" and f.metadata["mcpx"]["profile"] == "pydantic-ai-0.4"
+            assert f.comment == "tools/call search #3 · 2025-06-18 · mcpx: 1 rewritten for 2025-06-18" and f.metadata["mcpx"]["profile"] == "pydantic-ai-0.4"
             # a host with no profile: the audit only reports, the bytes are delivered as sent
             await h.initialize("2025-06-18", name="some-host", session_id="s2")
             f = await h.exchange(CALL, DIVERGING, session="s2")
@@ -79,7 +79,7 @@ def test_profile_and_audit_in_view_comment_sessions_and_report(tmp_path):
             assert [{k: c[k] for k in ("pointer", "action", "rule", "detail")} for c in f.metadata["mcpx"]["changes"]] == [
                 {"pointer": "/result", "action": "audit", "rule": "MCPX-audit-dual", "detail": FINDING}]
             assert render(f) == ("MCP", AUDIT_VIEW)
-            assert f.comment == "mcpx: 1 audited for 2025-06-18" and not f.marked
+            assert f.comment == "tools/call search #2 · 2025-06-18 · mcpx: 1 audited for 2025-06-18" and not f.marked
             assert cmd("mcpx.sessions") == SESSIONS
             path = tmp_path / "report.json"
             assert cmd(f"mcpx.report {path}") == TABLE
@@ -98,7 +98,7 @@ def test_audit_option_off():
         async with Harness(mcpx_audit=False) as h:
             await h.initialize("2025-06-18", name="some-host", session_id="s2")
             f = await h.exchange(CALL, DIVERGING, session="s2")
-            assert f.metadata["mcpx"]["changes"] == [] and f.comment == ""
+            assert f.metadata["mcpx"]["changes"] == [] and f.comment == "tools/call search #2 · 2025-06-18"
     asyncio.run(main())
 
 
@@ -122,7 +122,7 @@ def test_a_user_profile_spells_an_older_revision(tmp_path):
             assert orjson.loads(f.response.content)["result"] == {"content": [
                 {"type": "text", "text": "21 C"}, {"type": "text", "text": '{"temperature":21}'}]}
             # the client leg sends no MCP-Protocol-Version: its 2025-06-18 server gets one (as for a pin)
-            assert f.comment == "mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2025-03-26"
+            assert f.comment == "tools/call search #4 · client 2025-03-26, server 2025-06-18 · mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2025-03-26"
             # version 2.0 is outside the range: no profile
             other = await h.initialize("2025-06-18", name="old-parser", session_id="s3", version="2.0")
             assert orjson.loads(other.response.content)["result"]["protocolVersion"] == "2025-06-18"

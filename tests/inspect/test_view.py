@@ -438,13 +438,13 @@ def test_sse_event_with_a_batch_is_split_for_a_2025_06_18_client():
 
 def test_flow_list_shows_what_mcpx_changed():
     f = run(json_flow())
-    assert f.comment == "mcpx: 1 rewritten, 1 dropped for 2025-03-26"
+    assert f.comment == "tools/call export #4 · 2025-03-26 · mcpx: 1 rewritten, 1 dropped for 2025-03-26"
     assert f.marked == ":scissors:" and f.marked in emoji.emoji  # a marker `flow.mark` accepts
     with taddons.context():
         web = flow_to_json(f)  # what mitmweb's flow list gets
-    assert (web["marked"], web["comment"]) == ("\u2702", "mcpx: 1 rewritten, 1 dropped for 2025-03-26")
+    assert (web["marked"], web["comment"]) == ("\u2702", "tools/call export #4 · 2025-03-26 · mcpx: 1 rewritten, 1 dropped for 2025-03-26")
     g = run(sse_batch_flow())  # split only: commented, not marked
-    assert (g.comment, g.marked) == ("mcpx: 1 split for 2025-06-18", "")
+    assert (g.comment, g.marked) == ("tools/call add #5 · 2025-06-18 · mcpx: 1 split for 2025-06-18", "")
 
 
 def test_flow_without_mcpx_record():

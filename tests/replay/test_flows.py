@@ -126,7 +126,9 @@ def test_session_needing_no_change_replays_unchanged_without_records(name, in_pr
             assert f.response.raw_content == orig.response.raw_content
             meta = f.metadata.get("mcpx") or {}
             assert meta.get("changes", []) == [] and "replies" not in meta
-            assert not f.comment and not f.marked
+            assert "mcpx:" not in f.comment and not f.marked  # the flow list names its messages, and nothing mcpx did
+            if f.request.method == "POST" and meta.get("messages"):
+                assert f.comment.split(" · ")[0] != ""
         assert _log_records(log) == []
     golden = orjson.loads(rl.golden_path(_path(name)).read_bytes())
     assert all(not ({"changes", "request_body", "response_body", "replies_not_sent"} & set(e)) for e in golden["flows"])

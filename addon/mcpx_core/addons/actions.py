@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mitmproxy import http
 
 from .. import revisions, upstream
+from ..bridge import origin_check
 from ..changes import Change
 from ..framing import json_body
 from ..framing.encoding import stream_decoder
@@ -274,10 +275,45 @@ def _legacy_initialize(flow: http.HTTPFlow, exch: Exchange) -> bool:
     return named is None or named in revisions.LEGACY
 
 
+def _client_host(flow: http.HTTPFlow) -> str | None:
+    """The ``Host`` the client sent, where it reaches mcpx: in reverse mode mitmproxy replaces it with
+    the server's before any hook, unless ``keep_host_header`` is set; in regular mode it names the
+    server the client asked for, not mcpx (None: unknown)."""
+    from mitmproxy import ctx
+    from mitmproxy.proxy.mode_specs import ReverseMode
+    if isinstance(flow.client_conn.proxy_mode, ReverseMode) and getattr(ctx.options, "keep_host_header", False):
+        return flow.request.host_header
+    return None
+
+
+def refuse_foreign_origin(st: State, flow: http.HTTPFlow, exch: Exchange) -> bool:
+    """Where mcpx answers for the server (a bridge), the check a local server makes against DNS rebinding
+    (bridge/origin_check.py): a foreign Origin (or Host) gets 403 with a JSON-RPC error and a record, and
+    nothing goes upstream. Returns whether the request was refused."""
+    sock = flow.client_conn.sockname
+    why = origin_check.refusal(sock[0] if sock else None, flow.request.headers.get("origin"), _client_host(flow))
+    if why is None:
+        return False
+    st.rewriter.record(exch, [Change(pointer="header:Origin", action="answer-locally", rule="MCPX-origin-check",
+                                     detail=f"{why}: refused 403 as a local MCP server refuses DNS rebinding, nothing sent upstream")],
+                       "c2s", None, None)
+    exch.answered = True
+    flow.response = make_response(403, json_body.dumps({"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32000, "message": f"Forbidden: {why} (mcpx refuses it as the server would)"}}),
+        (("content-type", "application/json"),))
+    return True
+
+
 async def _bridge_initialize(st: State, flow: http.HTTPFlow, exch: Exchange, bridge, refused: str | None) -> bool:
     """Answer a legacy client's initialize in front of a 2026-07-28-only server (bridge/legacy_client.py);
-    False when the server does not speak 2026-07-28 either (its own answer is then delivered)."""
+    False when the server does not speak 2026-07-28 either (its own answer is then delivered). A foreign
+    Origin is refused first (:func:`refuse_foreign_origin`): the answer comes from ``server/discover``, maybe
+    cached, which the server's own Origin check never saw for this request."""
     from .state import FlowUpstream
+    if refuse_foreign_origin(st, flow, exch):
+        if exch.session is not None:  # (no session is left behind for a refused initialize)
+            st.tracker.abandon(exch.session)
+        return True
     try:
         out = await bridge.initialize(exch, FlowUpstream(st.sender, flow), refused)
     except upstream.UpstreamError as e:

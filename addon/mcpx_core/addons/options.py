@@ -146,12 +146,21 @@ class Options:
             # Bodies above mcpx_max_body are not parsed: mitmproxy streams them (also those without
             # Content-Length, once that many bytes came), so none is held whole in memory; unless
             # the user set stream_large_bodies.
-            limit = stream_size(st.max_body)
+            # the form each interface shows readably: the console's status bar shows the value as set
+            # ("[64m]"), mitmweb's footer reads it as a number (64mb; "64m" would read "NaNundefined")
+            limit = str(st.max_body) if hasattr(ctx.options, "web_port") else stream_size(st.max_body)
             if ctx.options.stream_large_bodies in (None, "", self._stream_limit) and ctx.options.stream_large_bodies != limit:
                 self._stream_limit = limit
                 ctx.options.update(stream_large_bodies=limit)
         if ours:
             self._announce(st.settings)
+
+    def running(self) -> None:
+        """In mitmweb, the flow list's Comment column shows what each MCP flow carries (flowlist.py): mcpx
+        adds it to mitmweb's default columns, unless the user set ``web_columns``."""
+        if hasattr(ctx.options, "web_columns") and not ctx.options.has_changed("web_columns") \
+                and "comment" not in ctx.options.web_columns:
+            ctx.options.update(web_columns=[*ctx.options.web_columns, "comment"])
 
     def _apply(self, s: Settings, updated: set[str]) -> None:
         """Copy the parsed settings onto the state (the log file is (re)opened only when it changed)."""

@@ -7,12 +7,12 @@ import logging
 from mitmproxy import http
 
 from .. import upstream
-from ..bridge import origin_check
-from ..changes import Change
+from ..seal import PREFIX as TOKEN_PREFIX
+from ..session import SESSION_HEADER
 from ..framing import json_body
 from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
-from .actions import learn_era, mint_session, split_batch
+from .actions import learn_era, mint_session, refuse_foreign_origin, split_batch
 from .headers import decoded, header_fields, header_map, make_response, media_type
 from .state import FlowUpstream, State
 
@@ -57,9 +57,14 @@ class ClientRequests:
             exch.undo = undo
         _, names = header_map(req)
         exch.early = st.rewriter.request(exch, req.method, None, names, live=True)
+        if not isinstance(exch.early, (Forward, AnswerLocally)):
+            # a bridge (or any stage that reads the body) cannot take a body mitmproxy streams past it: mcpx
+            # answers it itself, so that nothing of it, its session token least of all, reaches the server
+            exch.early = st.rewriter.unbridgeable(exch)
         match exch.early:
             case Forward(set_headers=sets, remove_headers=removes):
                 _edit_headers(req, sets, removes)
+                _no_token_upstream(st, req, exch)
             case AnswerLocally(status=status, body=payload, headers=headers):
                 await st.answers.ensure()
                 exch.undo = st.answers.answer(flow, status, payload, headers)
@@ -146,6 +151,8 @@ class ClientRequests:
                 await self._bridge(flow, exch, name, body, names)
             case NeedEra():  # offline replay: no probe is sent; the request goes as recorded
                 pass
+        if flow.response is None and not exch.answered and live:
+            _no_token_upstream(st, req, exch)
         st.annotate(flow, exch)
 
 
@@ -184,16 +191,7 @@ class ClientRequests:
         if bridge is None or not st.sender.available(flow):
             st.rewriter.passthrough(exch, "c2s", f"bridge {name!r} unavailable (offline replay or not loaded): forwarded untouched")
             return
-        sock = flow.client_conn.sockname
-        why = origin_check.refusal(sock[0] if sock else None, flow.request.headers.get("origin"), _client_host(flow))
-        if why is not None:  # mcpx answers for the server here: it checks what the server would (bridge/origin_check.py)
-            st.rewriter.record(exch, [Change(pointer="header:Origin", action="answer-locally", rule="MCPX-origin-check",
-                                             detail=f"{why}: refused 403 as a local MCP server refuses DNS rebinding, nothing sent upstream")],
-                               "c2s", None, None)
-            exch.answered = True
-            flow.response = make_response(403, json_body.dumps({"jsonrpc": "2.0", "id": None, "error": {
-                "code": -32000, "message": f"Forbidden: {why} (mcpx refuses it as the server would)"}}),
-                (("content-type", "application/json"),))
+        if refuse_foreign_origin(st, flow, exch):  # mcpx answers for the server: it checks what the server would
             return
         try:
             out = await bridge.request(exch, flow.request.method, body, names, FlowUpstream(st.sender, flow))
@@ -240,15 +238,16 @@ class ClientRequests:
             self.state.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
 
 
-def _client_host(flow: http.HTTPFlow) -> str | None:
-    """The ``Host`` the client sent, where it reaches mcpx: in reverse mode mitmproxy replaces it with
-    the server's before any hook, unless ``keep_host_header`` is set; in regular mode it names the
-    server the client asked for, not mcpx (None: unknown)."""
-    from mitmproxy import ctx
-    from mitmproxy.proxy.mode_specs import ReverseMode
-    if isinstance(flow.client_conn.proxy_mode, ReverseMode) and getattr(ctx.options, "keep_host_header", False):
-        return flow.request.host_header
-    return None
+def _no_token_upstream(st, req: http.Request, exch) -> None:
+    """The last guard before a request goes to the server: a session header that still holds an mcpx
+    token (under any spelling of its name, ``Mcp_Session_Id`` included: some servers read ``_`` as ``-``)
+    is removed, with a warning and a record. Every path above replaces the token already; this is
+    where a path that does not would be caught."""
+    for name in [k for k in req.headers if k.lower().replace("_", "-") == SESSION_HEADER]:
+        if any(v.strip().startswith(TOKEN_PREFIX) for v in req.headers.get_all(name)):
+            del req.headers[name]
+            logger.warning(f"mcpx: a session token was about to reach the server in {name}: removed")
+            st.rewriter.passthrough(exch, "c2s", f"header {name} held an mcpx session token: removed before the server")
 
 
 def _length_unknown(req: http.Request) -> bool:

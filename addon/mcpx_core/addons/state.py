@@ -15,6 +15,7 @@ from typing import Any
 from mitmproxy import http
 
 from .. import profiles, revisions, upstream
+from .. import flowlist
 from ..identity import credentials_key
 from ..terminal import install as install_escapes, printable
 from ..bridge.client2026 import Client2026Bridge
@@ -40,6 +41,11 @@ def origin_of(flow: http.HTTPFlow) -> str:
 #: client request headers a bridge's request never copies: mcpx sets them itself, or the server's era has none
 _BRIDGE_MANAGED = frozenset({"mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
                              "content-type", "accept", "host", "x-mcpx-stream"})
+
+
+def meta_revisions(meta: dict) -> tuple[str | None, str | None]:
+    """(the client's revision, the server's) as a flow's ``metadata["mcpx"]`` stores them."""
+    return meta.get("client_revision"), meta.get("server_revision")
 
 
 class FlowUpstream:
@@ -148,7 +154,7 @@ class State:
         origin = origin_of(flow)
         exch = Exchange(flow_id=flow.id, client_keys=(f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}") if peer else (),
                         origin=origin, endpoint=origin + flow.request.path.split("?", 1)[0],
-                        credentials=credentials_key(flow.request.headers.items(multi=True)))
+                        credentials=credentials_key(flow.request.headers.items(multi=True)), target=origin + flow.request.path)
         self.exchanges[flow.id] = exch
         return exch
 
@@ -200,7 +206,8 @@ class State:
         logger.log(level, f"mcpx: {where.strip()} {revisions_known(first)}: {summary_line(changes, None)} ({rules})")
         if self.record_lines and logger.isEnabledFor(logging.DEBUG):
             # several lines of mcpx's own: the escape filter (terminal.py) escapes each line, not the newlines
-            logger.debug("\n".join(f"mcpx:   {c.line()}" for c in changes), extra={"mcpx_lines": True})
+            # (each record's line escaped first: a newline inside a pointer or value stays an escape)
+            logger.debug("\n".join(f"mcpx:   {printable(c.line())}" for c in changes), extra={"mcpx_lines": True})
 
     def annotate(self, flow: http.HTTPFlow, exch: Exchange) -> None:
         """Store what mcpx saw and did on ``flow.metadata["mcpx"]``, the flow's comment and mark."""
@@ -226,12 +233,16 @@ class State:
             meta["answered_by"] = exch.answered_by
         if exch.relayed:
             meta["relayed"] = exch.relayed
-        if exch.changes or exch.answered_by or exch.relayed:
-            parts = ([f"answered by mcpx ({exch.answered_by})"] if exch.answered_by else []) + \
-                    ([exch.relayed] if exch.relayed else []) + ([flow_summary(exch.changes)] if exch.changes else [])
-            flow.comment = "mcpx: " + "; ".join(parts)
-            if any(c.action in ("drop", "drop-message", "passthrough") for c in exch.changes):
-                flow.marked = ":scissors:"
+        # the flow list (flowlist.py): what the flow carries, its revisions, what mcpx did; one mark
+        method = flow.request.method
+        what = exch.carries or (flowlist.streamed(exch.messages) if method == "GET" else method if method != "POST" else "")
+        did = "; ".join(([f"answered by mcpx ({exch.answered_by})"] if exch.answered_by else []) +
+                        ([exch.relayed] if exch.relayed else []) + ([flow_summary(exch.changes)] if exch.changes else []))
+        flow.comment = flowlist.comment(what, flowlist.revisions_of(*meta_revisions(meta)), did)
+        answered = bool(exch.answered or exch.answered_by)
+        flow.marked = flowlist.mark({c.action for c in exch.changes}, answered,
+                                    flow.response is not None and flow.response.status_code >= 400,
+                                    bool((s is not None and s.bridge) or exch.relayed)) or flow.marked
 
     # -- answers on the client's behalf ---------------------------------------------------------
     def on_reply(self, exch: Exchange, reply: dict) -> None:

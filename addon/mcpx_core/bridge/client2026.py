@@ -2,8 +2,8 @@
 
 The 2026 client is stateless: every request names its revision and carries its capabilities and
 clientInfo in ``params._meta`` (schema/2026-07-28/schema.ts:76-110). The legacy server wants a
-session. Per distinct client identity (origin, credentials, clientInfo, clientCapabilities; the
-credentials as a keyed digest, :mod:`mcpx_core.identity`) mcpx keeps one
+session. Per distinct client identity (the URL it asks for, its credentials, clientInfo,
+clientCapabilities; the credentials as a keyed digest, :mod:`mcpx_core.identity`) mcpx keeps one
 upstream legacy session: it sends ``initialize`` (the newest legacy revision, the client's
 capabilities downgraded, its clientInfo) and ``notifications/initialized`` itself (``LC-initialize``,
 upgrade direction), and sends every request of that client on it. What each method becomes:
@@ -120,9 +120,9 @@ class Upstream2026Session:
     used: float = field(default_factory=time.monotonic)
     #: the :class:`~mcpx_core.bridge.Upstream` it was last used through: its DELETE goes there (:meth:`Client2026Bridge.expire_idle`)
     upstream: Any = None
-    #: the keyed digest of the credentials it was opened with (:func:`mcpx_core.identity.credentials_key`):
-    #: only requests with the same credentials use it, or retry a round trip held on it
-    credentials: str = ""
+    #: the URL and the keyed digest of the credentials it was opened with (:attr:`Exchange.client_scope`):
+    #: only requests with the same use it, or retry a round trip held on it
+    scope: tuple = ("", "")
 
 
 @dataclass
@@ -253,7 +253,7 @@ class Client2026Bridge:
         caps = meta.get("io.modelcontextprotocol/clientCapabilities") if isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict) else {}
         # the credentials are part of who the client is: two users of one app (same clientInfo and
         # capabilities) never share an upstream session opened with the first one's Authorization
-        key = (exch.origin, exch.credentials, orjson.dumps(info, option=orjson.OPT_SORT_KEYS),
+        key = (*exch.client_scope, orjson.dumps(info, option=orjson.OPT_SORT_KEYS),
                orjson.dumps(caps, option=orjson.OPT_SORT_KEYS))
         up = self.sessions.get(key) if shared else None
         if up is not None:
@@ -275,7 +275,7 @@ class Client2026Bridge:
                     requested_rev=NEWEST_LEGACY, client_info=info, client_caps=caps, server_info=result.get("serverInfo"),
                     server_caps=result.get("capabilities"), upstream_id=reply.headers.get("mcp-session-id"), bridge=NAME)
         up = Upstream2026Session(s, result.get("instructions") if isinstance(result.get("instructions"), str) else None,
-                                 credentials=exch.credentials)
+                                 scope=exch.client_scope)
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         await upstream.send(json_body.dumps(note), self._headers(up), "notifications/initialized, for a 2026-07-28 client", timeout=30)
         up.upstream = upstream
@@ -736,8 +736,8 @@ class Client2026Bridge:
     async def _retry(self, exch, msg: dict, params: dict, state: str, upstream: Upstream) -> Answer:
         rid = msg.get("id")
         held = self.held.get(state)
-        if held is not None and held.upstream.credentials != exch.credentials:
-            # a round trip held for other credentials is not this client's: as unknown as a forged one
+        if held is not None and held.upstream.scope != exch.client_scope:
+            # a round trip held for other credentials (or another URL) is not this client's: as unknown as a forged one
             held = None
         if held is None:
             self.rw.passthrough(exch, "c2s", "requestState names no input_required round trip this mcpx holds (expired, or another replica)")

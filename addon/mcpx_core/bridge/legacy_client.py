@@ -145,10 +145,10 @@ class LegacyClientBridge:
         self.sessions: OrderedDict[str, SessionState] = OrderedDict()
         #: proxy id of a server->client request -> what it asks
         self.pending: dict[str, Pending] = {}
-        #: (origin, credentials) -> tool name -> {argument path: x-mcp-header token} (None: invalid
+        #: (URL, credentials) -> tool name -> {argument path: x-mcp-header token} (None: invalid
         #: annotations); what one client's tools/list taught is never used for other credentials
         self.tools: dict[tuple[str, str], dict[str, dict | None]] = {}
-        #: (origin, credentials) -> (DiscoverResult, monotonic time it expires)
+        #: (URL, credentials) -> (DiscoverResult, monotonic time it expires)
         self.discovered: dict[tuple[str, str], tuple[dict, float]] = {}
         self._ids = itertools.count(1)
         self._prefix = os.urandom(3).hex()
@@ -205,10 +205,12 @@ class LegacyClientBridge:
 
     # -- the handshake ----------------------------------------------------------------------------
     async def discover(self, origin: str, upstream: Any, client_info: dict | None, caps: dict | None,
-                       credentials: str = "") -> dict | None:
-        """The server's DiscoverResult (cached for its ``ttlMs``, per origin and ``credentials``: the
-        server may answer each user otherwise), or None when it does not speak 2026-07-28."""
-        hit = self.discovered.get((origin, credentials))
+                       scope: tuple[str, str] | None = None) -> dict | None:
+        """The server's DiscoverResult (cached for its ``ttlMs``, per ``scope``: the URL the client asked
+        for and its credentials, :attr:`Exchange.client_scope`, since the server may answer each user and
+        tenant otherwise), or None when it does not speak 2026-07-28."""
+        scope = scope or (origin, "")
+        hit = self.discovered.get(scope)
         if hit is not None and hit[1] > time.monotonic():
             return hit[0]
         rid = self.mint_id("discover-")
@@ -226,7 +228,7 @@ class LegacyClientBridge:
             return None
         ttl = result.get("ttlMs")
         if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
-            self.discovered[(origin, credentials)] = (result, time.monotonic() + ttl / 1000)
+            self.discovered[scope] = (result, time.monotonic() + ttl / 1000)
             while len(self.discovered) > MAX_SESSIONS:
                 self.discovered.pop(next(iter(self.discovered)))
         return result
@@ -240,7 +242,7 @@ class LegacyClientBridge:
         init = exch.initialize or {}
         rid = init.get("id")
         caps_2026 = self._caps(s, None)[0] if s.client_caps is not None else {}
-        disc = await self.discover(exch.origin, upstream, s.client_info, caps_2026, exch.credentials)
+        disc = await self.discover(exch.origin, upstream, s.client_info, caps_2026, exch.client_scope)
         if disc is None:
             return None
         requested = s.requested_rev
@@ -557,14 +559,14 @@ class LegacyClientBridge:
         return hdrs, changes
 
     def tools_of(self, exch: Any) -> dict[str, dict | None]:
-        """The ``x-mcp-header`` maps learnt for ``exch``'s origin and credentials (:mod:`mcpx_core.identity`)."""
-        return self.tools.get((exch.origin, exch.credentials)) or {}
+        """The ``x-mcp-header`` maps learnt for ``exch``'s URL and credentials (:attr:`Exchange.client_scope`)."""
+        return self.tools.get(exch.client_scope) or {}
 
     def learn_tools(self, exch: Any, result: Any) -> None:
         """Keep each listed tool's ``x-mcp-header`` map (TR-mcp-param-headers), for the origin and
         the credentials of ``exch``, the exchange whose tools/list answered: what one user's list
         taught is never used for another's calls."""
-        where = (exch.origin, exch.credentials)
+        where = exch.client_scope
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list):
             return
