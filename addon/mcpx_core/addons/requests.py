@@ -7,6 +7,7 @@ import logging
 from mitmproxy import http
 
 from .. import upstream
+from . import unreachable
 from ..framing import json_body
 from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
@@ -23,6 +24,7 @@ class ClientRequests:
 
     def __init__(self, state: State) -> None:
         self.state = state
+        unreachable.install()
 
     async def requestheaders(self, flow: http.HTTPFlow) -> None:
         """A request whose body mitmproxy streams has its headers sent before the ``request`` hook:
@@ -144,7 +146,16 @@ class ClientRequests:
                 await self._bridge(flow, exch, name, body, names)
             case NeedEra():  # offline replay: no probe is sent; the request goes as recorded
                 pass
+        if exch.is_mcp and live and flow.response is None and not exch.answered:
+            unreachable.expect(flow, lambda reason: self._unreachable(exch, reason))
         st.annotate(flow, exch)
+
+    def _unreachable(self, exch, reason: str) -> http.Response:
+        """The answer to a request whose server cannot be connected (addons/unreachable.py)."""
+        exch.answered = True
+        logger.warning(f"mcpx: the server could not be reached: {reason}")
+        self.state.rewriter.passthrough(exch, "c2s", f"the server could not be reached ({reason}): answered HTTP 502 -32603")
+        return http.Response.make(502, unreachable.error_body(exch.single_request_id, reason), {"content-type": "application/json"})
 
 
     async def _act(self, flow: http.HTTPFlow, exch, what: str, action, forwarded: str = "") -> None:
