@@ -19,6 +19,7 @@ the first request instead.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from mitmproxy import http
@@ -27,19 +28,20 @@ from mitmproxy.proxy.layers.http import HttpResponseHeadersHook
 
 from ..framing import json_body
 
-#: ``flow.metadata`` key of the callable that makes the answer (never written to a flow file: popped)
-KEY = "mcpx_unreachable"
+#: flow -> the callable that makes its answer (not on ``flow.metadata``: a flow file cannot hold it)
+_answers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 _installed = False
 
 
 def expect(flow: http.HTTPFlow, answer: Callable[[str], http.Response | None]) -> None:
     """Answer ``flow`` with ``answer(reason)`` if its server cannot be connected."""
-    flow.metadata[KEY] = answer
+    _answers[flow] = answer
 
 
 def forget(flow: http.HTTPFlow) -> None:
-    flow.metadata.pop(KEY, None)
+    """The server answered (or the flow ended otherwise): no answer of mcpx's."""
+    _answers.pop(flow, None)
 
 
 def error_body(rid, reason: str) -> bytes:
@@ -59,7 +61,7 @@ def install() -> None:
     original = stream.handle_protocol_error
 
     def handle_protocol_error(self, event):
-        answer = self.flow.metadata.pop(KEY, None) if self.flow is not None else None
+        answer = _answers.pop(self.flow, None) if self.flow is not None else None
         if answer is not None and isinstance(event, http_layer.ResponseProtocolError) \
                 and event.code == http_layer.ErrorCode.CONNECT_FAILED and self.flow.response is None \
                 and self.client_state == self.state_done:
