@@ -85,3 +85,35 @@ def test_the_servers_origin_in_location_becomes_mcpx(server, tmp_path):
         ("s2c", "header:Content-Location", "rewrite", "TR-location", f"{up}/rel", f"{me}/rel"),
     ]
     assert Redirecting.posted == ["/mcp", "/mcp"]  # the initialize and notifications/initialized, via mcpx
+
+
+OPS = [{"op": "listTools"}, {"op": "callTool", "name": "add", "arguments": {"a": 2, "b": 3}}, {"op": "ping"}]
+
+
+@pytest.mark.peers
+def test_a_real_client_follows_a_starlette_redirect_and_stays_on_mcpx(tmp_path):
+    import peers_lib
+    peers_lib.require(peers_lib.peers_missing())
+    with peers_lib.start_py_server() as srv:
+        direct = peers_lib.run_py_client("1.8.1", srv.url + "/", OPS)
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp_path, options=README) as px:
+            through = peers_lib.run_py_client("1.8.1", px.url + "/", OPS)
+            records = px.changes()
+            flows = px.flows()
+    assert [r["ok"] for r in direct["results"]] == [True, True, True], direct
+    names = [[t["name"] for t in r["result"]["tools"]] for r in (direct["results"][0], through["results"][0])]
+    assert names[0] == names[1]  # (the tools' 2025-06-18 fields are dropped for this 2025-03-26 client)
+    assert through["results"][1]["result"]["content"] == direct["results"][1]["result"]["content"] == [
+        {"type": "text", "text": "2 + 3 = 5"}]  # (the text half says it all: no JSON of structuredContent added)
+    assert through["results"][2] == direct["results"][2]
+    assert through["protocolVersion"] == direct["protocolVersion"] == "2025-03-26"
+    up, me = f"http://127.0.0.1:{srv.port}", f"http://127.0.0.1:{px.port}"
+    assert [(c["pointer"], c["action"], c["before"], c["after"]) for c in records if c["rule"] == "TR-location"] == [
+        ("header:Location", "rewrite", f"{up}/mcp", f"{me}/mcp")]
+    # every request after the redirect reached mcpx at /mcp, in the session mcpx sealed
+    client_flows = [f for f in flows if not (f.comment or "").startswith("mcpx: sent by mcpx")]
+    assert [(f.request.method, f.request.path, f.response.status_code) for f in client_flows][:2] == [
+        ("POST", "/mcp/", 307), ("POST", "/mcp", 200)]
+    assert all(f.request.path == "/mcp" for f in client_flows[1:])
+    sessions = {f.request.headers.get("mcp-session-id") for f in client_flows[2:] if f.request.method == "POST"}
+    assert len(sessions) == 1 and sessions.pop().startswith("mcpx1.")
