@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from mitmproxy import http
+from mitmproxy import ctx, http
 
 from .. import upstream
 from . import unreachable
@@ -235,7 +235,13 @@ class ClientRequests:
             exch.is_mcp = True
             n = len(flow.request.raw_content) if flow.request.raw_content is not None else hv.get("content-length")
             size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
-            self.state.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
+            if n is not None and str(n).isdigit() and int(n) <= self.state.max_body:
+                # streamed because the user set a smaller stream_large_bodies: say so, not that it is too large
+                limit = getattr(ctx.options, "stream_large_bodies", None)
+                why = f"body {size} streamed by mitmproxy (stream_large_bodies={limit}), not read: passed through untouched"
+            else:
+                why = f"body {size} exceeds mcpx_max_body: passed through untouched"
+            self.state.rewriter.passthrough(exch, "c2s", why)
 
 
 def _length_unknown(req: http.Request) -> bool:

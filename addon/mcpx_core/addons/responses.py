@@ -40,6 +40,11 @@ class ServerResponses:
             flow.response.stream = True  # a stream mcpx writes (bridge/stream.py): through as it comes
             return
         if exch is None or not exch.is_mcp or flow.response is None or exch.answered:
+            if flow.response is not None and flow.live and (exch is None or not exch.answered) \
+                    and media_type(header_map(flow.response)[0]) == "text/event-stream":
+                # an SSE stream mcpx does not read (not MCP to it: e.g. the 2024-11-05 HTTP+SSE transport's
+                # GET /sse) is of unbounded length: through as it comes, not held up to stream_large_bodies
+                flow.response.stream = True
             return
         s = exch.session
         if exch.initialize is not None:
