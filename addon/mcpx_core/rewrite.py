@@ -43,6 +43,8 @@ from .session import (SESSION_HEADER, VERSION_HEADER, Named, Session, SessionTra
 PRIMING_RULE = "TR-sse-priming-polling"
 #: the rule of a host profile's revision (profiles.Profile.revision), told in the initialize result
 PROFILE_REVISION_RULE = "MCPX-profile-revision"
+#: the record of a host profile choice: which applies, on what evidence, and which matched without applying
+PROFILE_RULE = "MCPX-profile"
 BATCH_RESPONSE_RULE = "RPC-batch-response"
 BATCH_REQUEST_RULE = "RPC-batch-request"
 logger = logging.getLogger("mcpx")
@@ -200,8 +202,8 @@ class Rewriter:
             dropped = 0
             for c in changes:
                 action = c.action
-                if action == "audit":  # a finding, not a change
-                    audits += 1
+                if action == "audit":  # a finding, not a change (a profile choice is neither)
+                    audits += c.rule != PROFILE_RULE
                     continue
                 changed += 1
                 if action == "drop" or action == "drop-message":
@@ -334,8 +336,11 @@ class Rewriter:
         key = session_id if (session_id and not sealed) else f"flow:{exch.flow_id}"
         exch.session = s = self.tracker.start(init.get("params"), key, exch.client_keys, sealed=sealed)
         params = init.get("params") if isinstance(init.get("params"), dict) else {}
-        chosen = self.profiles.choose(params.get("clientInfo"), params.get("protocolVersion"), params.get("capabilities"), headers)
-        s.profile = chosen.name if chosen is not None else None
+        choice = self.profiles.decide(params.get("clientInfo"), params.get("protocolVersion"), params.get("capabilities"), headers)
+        s.profile = choice.profile.name if choice.profile is not None else None
+        if choice.detail is not None:  # which profile applies on what evidence (profiles.ProfileSet.decide)
+            self._emit(exch, [Change(pointer="/params/clientInfo", action="audit", rule=PROFILE_RULE, detail=choice.detail,
+                                     profile=s.profile)], "c2s", init, "initialize", None, None)
         for m in parsed.messages:
             if classify(m) == "request":
                 if _hashable(m["id"]):  # an id JSON-RPC allows (true would match the answer with id 1)
