@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from . import audit, profiles, revisions
 from . import repair as repair_stage
 from .changes import Change
+from .references import References
 from .bridge.era import EraCache
 from .disposition import AnswerLocally, Bridge, Disposition, Forward, MintSession, NeedEra, SplitBatch
 from .downgrade import Outcome, classify, downgrade, split_path
@@ -166,6 +167,8 @@ class Rewriter:
         self.options = options or {}
         self.on_changes = on_changes
         self.profiles = profile_set if profile_set is not None else profiles.NONE
+        #: what each side of a session sent: progress tokens, request ids (references.py)
+        self.references = References()
         self.audit = audit_results
         #: called with the exchange of an SSE stream that carries a priming event (an ``id`` and
         #: empty data, 2025-11-25 basic/transports.mdx:107): its server uses SSE polling
@@ -234,6 +237,8 @@ class Rewriter:
         self._emit(exch, changes, direction, msg, method, from_rev, to_rev)
 
     def passthrough(self, exch: Exchange, direction: str, reason: str, pointer: str = "") -> None:
+        if exch.session is not None:  # a body mcpx did not read: what its sender sent is no longer all known
+            self.references.incomplete(exch.session.uid)
         from_rev, to_rev = exch.revisions if direction == "s2c" else exch.revisions[::-1]
         self._emit(exch, [Change(pointer=pointer, action="passthrough", rule=ids.PASSTHROUGH, detail=reason)],
                    direction, None, None, from_rev, to_rev)
@@ -338,6 +343,7 @@ class Rewriter:
         params = init.get("params") if isinstance(init.get("params"), dict) else {}
         choice = self.profiles.decide(params.get("clientInfo"), params.get("protocolVersion"), params.get("capabilities"), headers)
         s.profile = choice.profile.name if choice.profile is not None else None
+        self.references.start(s.uid)  # every later message of this session is seen here (references.py)
         if choice.detail is not None:  # which profile applies on what evidence (profiles.ProfileSet.decide)
             self._emit(exch, [Change(pointer="/params/clientInfo", action="audit", rule=PROFILE_RULE, detail=choice.detail,
                                      profile=s.profile)], "c2s", init, "initialize", None, None)
@@ -346,6 +352,7 @@ class Rewriter:
                 if _hashable(m["id"]):  # an id JSON-RPC allows (true would match the answer with id 1)
                     exch.request_ids[m["id"]] = m.get("method")
                 s.remember("c2s", m["id"], m.get("method"))
+                self.references.sent(s.uid, "c2s", m)
             s.messages += 1
         if not parsed.batch:
             exch.single_request_id = init.get("id")
@@ -474,6 +481,17 @@ class Rewriter:
                 jid = msg["id"]
         elif kind == "request" and direction == "s2c" and s is not None:
             s.remember("s2c", jid, method)
+        if s is not None and kind == "request":
+            self.references.sent(s.uid, direction, msg)
+        elif s is not None and kind == "notification" and not s.bridge:
+            # a progress token or request id the receiver never sent (references.py)
+            unknown = self.references.judge(s.uid, direction, method, msg, self.policy == "strict")
+            if unknown is not None:
+                if direction == "s2c":
+                    s.messages += 1
+                self._emit(exch, [unknown], direction, msg, method, from_rev, to_rev)
+                if unknown.action == "drop-message":
+                    return Outcome(None, [unknown])
         if direction == "s2c" and s is not None:
             s.messages += 1
             if method == "initialize" and kind == "result" and exch.initialize is not None:  # (not a repeat in a session)
