@@ -16,10 +16,14 @@ progress tokens each side sent. Toward a strict receiver (``mcpx_policy=strict``
 a notification whose token or id that side never sent is not delivered: a ``drop-message`` record,
 rule ``PROG-token-unknown`` or ``CANCEL-request-unknown``. Lenient: delivered, with a ``keep`` record.
 
-A session is judged only while mcpx saw every message of it: from its initialize, none of its bodies
-passed through unread (a ``passthrough`` record, a body above mcpx_max_body), not bridged, and within
-:data:`MAX_REFS` references a side. Otherwise (a session reopened from its token after a restart,
-one whose requests went through another replica) nothing is dropped.
+Judged: notifications toward the client on the answer to a request of its (a POST's SSE stream,
+whose request this process read: "these messages SHOULD relate to the originating client request",
+docs/specification/2025-06-18/basic/transports.mdx:116), in a session mcpx saw whole: from its
+initialize, none of its bodies passed through unread (a ``passthrough`` record, a body above
+mcpx_max_body), not bridged, and within :data:`MAX_REFS` references a side. Not judged (delivered):
+the standalone GET stream and notifications toward the server (behind replicas balanced per request
+another process may have carried the request they name), a session reopened from its token after a
+restart.
 """
 
 from __future__ import annotations

@@ -483,8 +483,8 @@ class Rewriter:
             s.remember("s2c", jid, method)
         if s is not None and kind == "request":
             self.references.sent(s.uid, direction, msg)
-        elif s is not None and kind == "notification" and not s.bridge:
-            # a progress token or request id the receiver never sent (references.py)
+        elif s is not None and kind == "notification" and not s.bridge and direction == "s2c" and exch.request_ids:
+            # a progress token or request id the client never sent, on the answer to its request (references.py)
             unknown = self.references.judge(s.uid, direction, method, msg, self.policy == "strict")
             if unknown is not None:
                 if direction == "s2c":

@@ -1,4 +1,4 @@
-"""The two fault kinds of tests/unit/test_fault_kinds.py, each once through the real mitmdump with
+"""The two fault kinds of tests/unit/test_fault_kinds_unit.py, each once through the real mitmdump with
 the README's command line:
 
 - a server that speaks only 2026-07-28 answers a missing resource with the legacy -32002: the
