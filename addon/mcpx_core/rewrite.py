@@ -400,6 +400,7 @@ class Rewriter:
                     exch.tool_calls[m["id"]] = m["params"]["name"]
                 if s is not None:
                     s.remember("c2s", m["id"], m.get("method"))
+                    self.references.sent(s.uid, "c2s", m)  # (every member, also of a batch mcpx splits)
             if s is not None:
                 s.messages += 1
         if not parsed.batch and classify(parsed.messages[0]) == "request":
@@ -481,17 +482,8 @@ class Rewriter:
                 jid = msg["id"]
         elif kind == "request" and direction == "s2c" and s is not None:
             s.remember("s2c", jid, method)
-        if s is not None and kind == "request":
+        if s is not None and kind == "request" and direction == "s2c":  # (client requests: _messages)
             self.references.sent(s.uid, direction, msg)
-        elif s is not None and kind == "notification" and not s.bridge and direction == "s2c" and exch.request_ids:
-            # a progress token or request id the client never sent, on the answer to its request (references.py)
-            unknown = self.references.judge(s.uid, direction, method, msg, self.policy == "strict")
-            if unknown is not None:
-                if direction == "s2c":
-                    s.messages += 1
-                self._emit(exch, [unknown], direction, msg, method, from_rev, to_rev)
-                if unknown.action == "drop-message":
-                    return Outcome(None, [unknown])
         if direction == "s2c" and s is not None:
             s.messages += 1
             if method == "initialize" and kind == "result" and exch.initialize is not None:  # (not a repeat in a session)
@@ -503,6 +495,14 @@ class Rewriter:
             exch.messages_omitted += 1
         if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
             return None
+        if kind == "notification" and s is not None and not s.bridge and direction == "s2c" and exch.request_ids:
+            # a progress token or request id the client never sent, on the answer to its request (references.py)
+            unknown = self.references.judge(s.uid, direction, method, msg, self.policy == "strict")
+            if unknown is not None:
+                self._emit(exch, [unknown], direction, msg, method, from_rev, to_rev)
+                if unknown.action == "drop-message":
+                    entry["changes"] = 1
+                    return Outcome(None, [unknown])
         profile = self.profiles.get(s.profile) if s is not None and s.profile is not None and direction == "s2c" else None
         found: list[Change] = []
         if direction == "s2c" and kind == "result" and method in ("tools/call", "tools/list") and s is not None:

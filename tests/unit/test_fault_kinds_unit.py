@@ -201,3 +201,21 @@ def test_not_judged_where_mcpx_did_not_see_the_whole_session():
     assert [c.action for c in big.changes] == ["passthrough"]
     exch = _client_sends(rw, CALL)
     assert _server_streams(rw, exch, progress(80), ANSWER) == [progress(80), ANSWER] and exch.changes == []
+
+
+def test_the_tokens_of_a_batch_mcpx_splits_are_known():
+    """A 2025-03-26 client's batch toward a 2025-06-18 server is split into single POSTs (no walk of
+    its members here): their progress tokens are still the client's."""
+    rw = Rewriter(SessionTracker())
+    init = Exchange(flow_id="i", is_mcp=True)
+    rw.request(init, "POST", orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}), {})
+    rw.response_json(init, orjson.dumps({"jsonrpc": "2.0", "id": 0, "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}))
+    rw.session_learned(init, "up-1")
+    batch = Exchange(flow_id="b", is_mcp=True)
+    out = rw.request(batch, "POST", orjson.dumps([CALL, {**CALL, "id": 8, "params": {**CALL["params"], "_meta": {"progressToken": "b8"}}}]),
+                     {"Mcp-Session-Id": "up-1"})
+    assert type(out).__name__ == "SplitBatch"
+    assert _server_streams(rw, batch, progress(70), progress("b8"), progress("nope"), ANSWER) == [progress(70), progress("b8"), ANSWER]
+    assert [(c.action, c.rule) for c in batch.changes if c.rule == "PROG-token-unknown"] == [("drop-message", "PROG-token-unknown")]
