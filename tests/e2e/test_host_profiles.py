@@ -142,6 +142,18 @@ def test_mcp_1_9_2_audio_result(servers, tmp_path, options, evidence):
          "profile mcp-1.9: the client does not parse an audio block in a tools/call result")]
 
 
+def test_mcp_use_headers_keep_the_prompt_s_embedded_resources(servers, tmp_path):
+    """With mcp-use 1.3.3's headers (zstd), the py server's rich_prompt passes through mcpx with its
+    blocks as embedded resources (its resource_link by the revision downgrade, its audio by profile
+    mcp-1.9), which mcp 1.9.x parses: not flattened to text as langchain's profile would."""
+    ops = [{"id": "prompt-rich-prompt", "op": "getPrompt", "name": "rich_prompt", "arguments": {}}]
+    r = run("mcp-1.9.2", "py", servers["py"], tmp_path, ops, client_options=MCP_USE)
+    assert pl.verdicts(r.via) == {"prompt-rich-prompt": "ok"}
+    assert [m["content"]["type"] for m in r.via["results"][0]["result"]["messages"]] == ["text", "resource", "resource"]
+    assert _detailed(r, "prompt-rich-prompt") == [("/result/messages/1/content", "rewrite", "CT-resource_link", None),
+                                                  ("/result/messages/2/content", "rewrite", "MCPX-profile-content", "mcp-1.9")]
+
+
 # -- the two-marker server and the host profiles --------------------------------------------------
 MARKER_OPS = [{"id": "listTools", "op": "listTools"},
               {"id": "with-schema", "op": "callTool", "name": "search_with_schema", "arguments": {}},
