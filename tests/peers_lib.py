@@ -240,6 +240,16 @@ def start_py_server(
     return _start(name, lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
 
 
+def start_sse_server(port: int | None = None, timeout: float = 30.0) -> PeerServer:
+    """tests/peers/sse_server.py on PyPI mcp==1.8.1: an HTTP+SSE (2024-11-05 transport) server only,
+    GET /sse and POST /messages/ (.url is its SSE endpoint)."""
+    py = _venv_python("1.8.1")
+    env = _minimal_env({"PYTHONUNBUFFERED": "1"})
+    server = _start("sse", lambda p: [str(py), str(PEERS_DIR / "sse_server.py"), str(p)], port, env, timeout)
+    server.url = f"http://{HOST}:{server.port}/sse"
+    return server
+
+
 def start_two_marker_server(
     port: int | None = None, timeout: float = 30.0, stateless: bool = False, json_response: bool = False
 ) -> PeerServer:

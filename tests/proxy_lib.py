@@ -63,7 +63,8 @@ class Proxy:
             argv += ["-w", str(self.flows_path)]
         opts.update(options or {})
         for k, v in opts.items():
-            argv += ["--set", f"{k}={v}"]
+            if v is not None:  # None: not set (e.g. connection_strategy as the README's command line leaves it)
+                argv += ["--set", f"{k}={v}"]
         self._out = open(self.out_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(cwd or ROOT),
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -39,7 +39,9 @@ versions; ``capabilities`` is the exact set of top-level keys of the client's ca
 value on the initialize request must match. A profile without ``match`` only applies when the
 option ``mcpx_profile`` names it. Profiles are tried in order, the first that matches wins: the
 user's file (``mcpx_profiles``) first, in its order, then the shipped ones; a user profile with a
-shipped profile's name replaces it (``enabled = false`` switches one off).
+shipped profile's name replaces it (``enabled = false`` switches one off). A match with
+``identifies = false`` (what it reads is sent by other libraries too) never applies its profile:
+it only makes the ``MCPX-profile`` record name it (:meth:`ProfileSet.decide`).
 
 Errors: :func:`load_file` raises :class:`ProfileError` whose message is one line naming the file,
 the field (dotted path) and the reason.
@@ -136,6 +138,8 @@ class Match(BaseModel):
     revisions: list[Revision] | None = Field(None, description="the protocolVersion the client declared, one of these")
     capabilities: list[str] | None = Field(None, description="exactly these top-level capability keys")
     headers: dict[str, str] = Field(default_factory=dict, description="header name -> glob of its value (any case)")
+    identifies: bool = Field(True, description="false: other libraries send what this matches on too (the SDK's "
+                                               "default clientInfo and a header, say): never applied on it alone")
 
     @field_validator("client_version")
     @classmethod
@@ -155,6 +159,19 @@ class Match(BaseModel):
     def empty(self) -> bool:
         return (self.client_name is None and self.client_version is None and self.revisions is None
                 and self.capabilities is None and not self.headers)
+
+    def evidence(self) -> str:
+        """What a client must send to match, in one line (``clientInfo mcp ==0.1.0, protocolVersion
+        2025-03-26, header accept-encoding *zstd*``): the evidence records and ``mcpx.sessions`` name."""
+        parts = []
+        if self.client_name is not None or self.client_version is not None:
+            parts.append("clientInfo " + " ".join(x for x in (self.client_name, self.client_version) if x is not None))
+        if self.revisions is not None:
+            parts.append("protocolVersion " + "/".join(self.revisions))
+        if self.capabilities is not None:
+            parts.append("capabilities {" + ", ".join(sorted(self.capabilities)) + "}")
+        parts += [f"header {k} {v}" for k, v in self.headers.items()]
+        return ", ".join(parts)
 
 
 class ContentRule(BaseModel):
@@ -346,13 +363,29 @@ class ProfileSet:
 
     def choose(self, client_info: Any, declared: Any, capabilities: Any,
                headers: Mapping[str, str] | None = None) -> Profile | None:
-        """The profile for a client's initialize request: the forced one, else the first that
-        matches, else None. ``headers``: the request's headers (a case-insensitive mapping, such as
+        """The profile for a client's initialize request (:meth:`decide`)."""
+        return self.decide(client_info, declared, capabilities, headers).profile
+
+    def evidence(self, name: str | None) -> str | None:
+        """What the profile ``name`` applies on (``mcpx_profile`` when forced), for ``mcpx.sessions``."""
+        if name is not None and name == self.forced:
+            return "mcpx_profile"
+        p = self.profiles.get(name) if name is not None else None
+        return p.match.evidence() if p is not None and p.match is not None else None
+
+    def decide(self, client_info: Any, declared: Any, capabilities: Any,
+               headers: Mapping[str, str] | None = None) -> "Choice":
+        """The profile for a client's initialize request, and the record's detail that says on what
+        evidence (None when no profile matched at all). The forced one (``mcpx_profile``); else the
+        first of the profiles that match on evidence identifying the client (``identifies``; in
+        order: the user's file first); one that matches only on what other libraries send too
+        (``identifies = false``: mcp-use sends langchain's ``zstd``) is never applied, and the
+        detail names it. ``headers``: the request's headers (a case-insensitive mapping, such as
         mitmproxy's ``Headers``; only the names some profile reads are looked up)."""
         if self.disabled:
-            return None
+            return Choice(None, None)
         if self.forced is not None:
-            return self.profiles[self.forced]
+            return Choice(self.profiles[self.forced], f"profile {self.forced}: forced by mcpx_profile")
         if isinstance(headers, dict):  # a plain dict: looked up in lower case, as a Headers object is
             headers = {k.lower(): v for k, v in headers.items()}
 
@@ -361,13 +394,31 @@ class ProfileSet:
                 return None
             v = headers.get(name)
             return v if isinstance(v, str) else None
-        for p in self.profiles.values():
-            if p.matches(client_info, declared, capabilities, header):
-                return p
-        return None
+        matched = [p for p in self.profiles.values() if p.matches(client_info, declared, capabilities, header)]
+        if not matched:
+            return Choice(None, None)
+        sure = [p for p in matched if p.match.identifies]
+        shared = [p for p in matched if not p.match.identifies]
+        chosen = sure[0] if sure else None
+        parts = [f"profile {chosen.name} on {chosen.match.evidence()}" if chosen else "no profile"]
+        if len(sure) > 1:
+            parts.append("also matched " + ", ".join(f"{p.name} (on {p.match.evidence()})" for p in sure[1:])
+                         + f": the first in order applies")
+        if shared:
+            parts.append(", ".join(f"{p.name} matched on {p.match.evidence()}" for p in shared)
+                         + ", which other libraries send too: not applied (mcpx_profile=NAME applies it)")
+        return Choice(chosen, "; ".join(parts))
 
     def __len__(self) -> int:
         return len(self.profiles)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """:meth:`ProfileSet.decide`'s answer: the profile (or None) and the detail of its record."""
+
+    profile: Profile | None
+    detail: str | None
 
 
 #: an empty set (no profile applies): the default of a bare Rewriter (tests, tools)

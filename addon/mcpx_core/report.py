@@ -23,7 +23,7 @@ def _who(info: dict | None) -> str:
     return printable(f"{info.get('name', '?')} {info.get('version', '')}".strip(), 128)  # (the peer's words: escaped)
 
 
-def session_line(s: Session, closed: bool = False) -> str:
+def session_line(s: Session, closed: bool = False, evidence=None) -> str:
     """One line per session (the ``mcpx.sessions`` command)::
 
         sess-1: client example-client 1.0.0 receives 2025-03-26 (pinned), server example-server 2.0.0 speaks 2025-06-18: 6 messages, 2 changes, 1 dropped
@@ -31,7 +31,8 @@ def session_line(s: Session, closed: bool = False) -> str:
     """
     d = s.summary()
     pinned = " (pinned)" if d["pinned"] else ""
-    profile = f" (profile {d['profile']})" if d.get("profile") else ""
+    why = evidence(d["profile"]) if evidence is not None and d.get("profile") else None
+    profile = f" (profile {d['profile']}{f' on {why}' if why else ''})" if d.get("profile") else ""
     audits = f", {d['audits']} audit finding{'' if d['audits'] == 1 else 's'}" if d.get("audits") else ""
     return (f"{d['session']}{' (closed)' if closed else ''}: client {_who(d['client'])}{profile} receives "
             f"{d['pinned'] or d['client_revision'] or '?'}{pinned}, "
@@ -46,10 +47,11 @@ def _split(live: Iterable[Session], closed: Iterable[Session]) -> tuple[list[Ses
     return [s for s in {id(s): s for s in live}.values() if id(s) not in gone], ended
 
 
-def sessions_text(live: Iterable[Session], closed: Iterable[Session] = ()) -> str:
-    """The live sessions (least recently used first), then the closed ones, or ``no MCP sessions yet``."""
+def sessions_text(live: Iterable[Session], closed: Iterable[Session] = (), evidence=None) -> str:
+    """The live sessions (least recently used first), then the closed ones, or ``no MCP sessions yet``.
+    ``evidence(profile name)``: what a session's profile applied on (:meth:`ProfileSet.evidence`)."""
     live, closed = _split(live, closed)
-    lines = [printable(session_line(s)) for s in live] + [printable(session_line(s, closed=True)) for s in closed]
+    lines = [printable(session_line(s, evidence=evidence)) for s in live] + [printable(session_line(s, True, evidence)) for s in closed]
     return "\n".join(lines) or "no MCP sessions yet"
 
 

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from . import audit, flowlist, profiles, revisions
 from . import repair as repair_stage
 from .changes import Change
+from .references import References
 from .bridge.era import EraCache
 from .disposition import AnswerLocally, Bridge, Disposition, Forward, MintSession, NeedEra, SplitBatch
 from .downgrade import Outcome, classify, downgrade, split_path
@@ -44,6 +45,8 @@ from .session import (SESSION_HEADER, VERSION_HEADER, Named, Session, SessionTra
 PRIMING_RULE = "TR-sse-priming-polling"
 #: the rule of a host profile's revision (profiles.Profile.revision), told in the initialize result
 PROFILE_REVISION_RULE = "MCPX-profile-revision"
+#: the record of a host profile choice: which applies, on what evidence, and which matched without applying
+PROFILE_RULE = "MCPX-profile"
 BATCH_RESPONSE_RULE = "RPC-batch-response"
 BATCH_REQUEST_RULE = "RPC-batch-request"
 logger = logging.getLogger("mcpx")
@@ -179,6 +182,8 @@ class Rewriter:
         self.options = options or {}
         self.on_changes = on_changes
         self.profiles = profile_set if profile_set is not None else profiles.NONE
+        #: what each side of a session sent: progress tokens, request ids (references.py)
+        self.references = References()
         self.audit = audit_results
         #: called with the exchange of an SSE stream that carries a priming event (an ``id`` and
         #: empty data, 2025-11-25 basic/transports.mdx:107): its server uses SSE polling
@@ -218,8 +223,8 @@ class Rewriter:
             dropped = 0
             for c in changes:
                 action = c.action
-                if action == "audit":  # a finding, not a change
-                    audits += 1
+                if action == "audit":  # a finding, not a change (a profile choice is neither)
+                    audits += c.rule != PROFILE_RULE
                     continue
                 changed += 1
                 if action == "drop" or action == "drop-message":
@@ -250,6 +255,8 @@ class Rewriter:
         self._emit(exch, changes, direction, msg, method, from_rev, to_rev)
 
     def passthrough(self, exch: Exchange, direction: str, reason: str, pointer: str = "") -> None:
+        if exch.session is not None:  # a body mcpx did not read: what its sender sent is no longer all known
+            self.references.incomplete(exch.session.uid)
         from_rev, to_rev = exch.revisions if direction == "s2c" else exch.revisions[::-1]
         self._emit(exch, [Change(pointer=pointer, action="passthrough", rule=ids.PASSTHROUGH, detail=reason)],
                    direction, None, None, from_rev, to_rev)
@@ -358,13 +365,18 @@ class Rewriter:
         key = session_id if (session_id and not sealed) else f"flow:{exch.flow_id}"
         exch.session = s = self.tracker.start(init.get("params"), key, exch.client_keys, sealed=sealed, endpoint=exch.endpoint)
         params = init.get("params") if isinstance(init.get("params"), dict) else {}
-        chosen = self.profiles.choose(params.get("clientInfo"), params.get("protocolVersion"), params.get("capabilities"), headers)
-        s.profile = chosen.name if chosen is not None else None
+        choice = self.profiles.decide(params.get("clientInfo"), params.get("protocolVersion"), params.get("capabilities"), headers)
+        s.profile = choice.profile.name if choice.profile is not None else None
+        self.references.start(s.uid)  # every later message of this session is seen here (references.py)
+        if choice.detail is not None:  # which profile applies on what evidence (profiles.ProfileSet.decide)
+            self._emit(exch, [Change(pointer="/params/clientInfo", action="audit", rule=PROFILE_RULE, detail=choice.detail,
+                                     profile=s.profile)], "c2s", init, "initialize", None, None)
         for m in parsed.messages:
             if classify(m) == "request":
                 if _hashable(m["id"]):  # an id JSON-RPC allows (true would match the answer with id 1)
                     exch.request_ids[m["id"]] = m.get("method")
                 s.remember("c2s", m["id"], m.get("method"))
+                self.references.sent(s.uid, "c2s", m)
             s.messages += 1
         if not parsed.batch:
             exch.single_request_id = init.get("id")
@@ -441,6 +453,7 @@ class Rewriter:
                     exch.tool_calls[m["id"]] = m["params"]["name"]
                 if s is not None:
                     s.remember("c2s", m["id"], m.get("method"))
+                    self.references.sent(s.uid, "c2s", m)  # (every member, also of a batch mcpx splits)
             if s is not None:
                 s.messages += 1
         if not parsed.batch and classify(parsed.messages[0]) == "request":
@@ -522,6 +535,8 @@ class Rewriter:
                 jid = msg["id"]
         elif kind == "request" and direction == "s2c" and s is not None:
             s.remember("s2c", jid, method)
+        if s is not None and kind == "request" and direction == "s2c":  # (client requests: _messages)
+            self.references.sent(s.uid, direction, msg)
         if direction == "s2c" and s is not None:
             s.messages += 1
             if method == "initialize" and kind == "result" and exch.initialize is not None:  # (not a repeat in a session)
@@ -533,6 +548,14 @@ class Rewriter:
             exch.messages_omitted += 1
         if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
             return None
+        if kind == "notification" and s is not None and not s.bridge and direction == "s2c" and exch.request_ids:
+            # a progress token or request id the client never sent, on the answer to its request (references.py)
+            unknown = self.references.judge(s.uid, direction, method, msg, self.policy == "strict")
+            if unknown is not None:
+                self._emit(exch, [unknown], direction, msg, method, from_rev, to_rev)
+                if unknown.action == "drop-message":
+                    entry["changes"] = 1
+                    return Outcome(None, [unknown])
         profile = self.profiles.get(s.profile) if s is not None and s.profile is not None and direction == "s2c" else None
         found: list[Change] = []
         if direction == "s2c" and kind == "result" and method in ("tools/call", "tools/list") and s is not None:

@@ -6,7 +6,8 @@
   op has the same change records with and without profiles, and every record a profile made lies
   in an op that failed without it.
 - PyPI mcp 1.9.2 (no audio type, declares 2025-03-26, SDK default clientInfo): the py server's
-  audio_clip fails directly and passes through mcpx (profile mcp-1.9).
+  audio_clip fails directly and passes through mcpx (profile mcp-1.9), also with mcp-use 1.3.3's
+  Accept-Encoding (zstd), which is not taken for langchain's (its profile applies where named).
 - The two-marker server (PyPI mcp 2.3.0): for each shipped host profile (picked by clientInfo, and
   once by the option ``mcpx_profile``), the half that host reads carries both markers after mcpx,
   and the audit reports the divergence once per call.
@@ -50,6 +51,8 @@ FIXED = {
         ("/result/content/1", "rewrite", "MCPX-profile-content", "pydantic-ai-0.4")]},
 }
 FIXED[("langchain-mcp-adapters-0.1.7", "py-stateless")] = FIXED[("langchain-mcp-adapters-0.1.7", "py")]
+#: langchain sends nothing other libraries do not (mcp-use 1.3.3 sends its zstd too): its profile applies where named
+ON = {"langchain-mcp-adapters-0.1.7": {"mcpx_profile": "langchain-mcp-adapters-0.1"}}
 FIXED[("pydantic-ai-slim-0.4.4", "py-stateless")] = FIXED[("pydantic-ai-slim-0.4.4", "py")]
 
 
@@ -76,22 +79,25 @@ def test_released_clients_pass_with_the_shipped_profiles(servers, server, client
     (tmp_path / "off").mkdir()
     (tmp_path / "on").mkdir()
     off = run(client, server, servers[server], tmp_path / "off", ops, options={"mcpx_profile": "none"}, direct={})
-    on = run(client, server, servers[server], tmp_path / "on", ops, direct={})
+    on = run(client, server, servers[server], tmp_path / "on", ops, options=ON.get(client), direct={})
     fixed = FIXED[(client, server)]
     # without profiles: what mcpx gave these clients before issue 17
     assert pl.verdicts(off.via) == {op["id"]: "FAIL" if op["id"] in fixed else "ok" for op in ops}
-    # with the shipped profiles and no option: every op passes
+    # with the shipped profiles (langchain's named by mcpx_profile): every op passes
     assert pl.verdicts(on.via) == {op["id"]: "ok" for op in ops}
     assert on.via["clientInfo"] == {"name": "mcp", "version": "0.1.0"} and on.via["protocolVersion"] == off.via["protocolVersion"]
     # every record a profile made lies in a fixed op, and a fixed op's records are exactly these
-    profiled = [c for c in on.changes if c.get("profile")]
+    profiled = [c for c in on.changes if c.get("profile") and c["rule"] != "MCPX-profile"]
     assert {c["profile"] for c in profiled} == {PROFILE[client]}
+    evidence = {c["detail"] for c in on.changes if c["rule"] == "MCPX-profile"}  # one per initialize
+    assert evidence == ({f"profile {PROFILE[client]}: forced by mcpx_profile"} if client in ON else {
+        f"profile {PROFILE[client]} on clientInfo mcp ==0.1.0, protocolVersion 2025-06-18, capabilities {{sampling}}"})
     assert not [c for c in off.changes if c.get("profile")]
-    assert {op: _detailed(on, op) for op in fixed} == fixed
+    assert {op: [d for d in _detailed(on, op) if d[2] != "MCPX-profile"] for op in fixed} == fixed
     # nothing else changes for them: every other op has the same records with and without profiles
     for op in ops:
         if op["id"] not in fixed:
-            assert on.records.get(op["id"], []) == off.records.get(op["id"], []), op["id"]
+            assert [r for r in on.records.get(op["id"], []) if "MCPX-profile" not in r] == off.records.get(op["id"], []), op["id"]
     # every message mcpx delivered validates against the client revision's schema
     invalid = [(d, m.get("method") or meth, errs[:3]) for rev, m, meth, d in on.delivered if (errs := message_errors(rev, m, meth))]
     assert invalid == []
@@ -107,11 +113,22 @@ def _detailed(r, op_id: str) -> list[tuple]:
 AUDIO_OPS = [{"id": "audio-clip", "op": "callTool", "name": "audio_clip", "arguments": {}}]
 
 
-def test_mcp_1_9_2_audio_result(servers, tmp_path):
+#: the Accept-Encoding of mcp-use 1.3.3 (PyPI mcp 1.9.3, which sends what 1.9.2 sends; zstandard installed by its
+#: langchain dependency): what the langchain profile used to match on
+MCP_USE = {"clientInfo": "sdk-default", "headers": {"Accept-Encoding": "gzip, deflate, zstd"}}
+MCP_1_9 = "profile mcp-1.9 on clientInfo mcp ==0.1.0, protocolVersion 2025-03-26"
+LANGCHAIN_NOT_APPLIED = ("; langchain-mcp-adapters-0.1 matched on clientInfo mcp ==0.1.0, header accept-encoding *zstd*, "
+                         "which other libraries send too: not applied (mcpx_profile=NAME applies it)")
+
+
+@pytest.mark.parametrize("options,evidence", [({"clientInfo": "sdk-default"}, MCP_1_9), (MCP_USE, MCP_1_9 + LANGCHAIN_NOT_APPLIED)],
+                         ids=["mcp-1.9.2", "mcp-use-1.3.3-headers"])
+def test_mcp_1_9_2_audio_result(servers, tmp_path, options, evidence):
     """PyPI mcp 1.9.2 declares 2025-03-26 but has no AudioContent: the py server's audio_clip fails
     directly; through mcpx (shipped profile mcp-1.9, no option) it passes, as an embedded blob
-    resource with the audio's bytes and mimeType."""
-    r = run("mcp-1.9.2", "py", servers["py"], tmp_path, AUDIO_OPS, client_options={"clientInfo": "sdk-default"})
+    resource with the audio's bytes and mimeType. With mcp-use 1.3.3's headers (zstd) too: it gets
+    mcp-1.9, not langchain's profile, and the initialize's record says why."""
+    r = run("mcp-1.9.2", "py", servers["py"], tmp_path, AUDIO_OPS, client_options=options)
     assert r.direct["protocolVersion"] == r.via["protocolVersion"] == "2025-03-26"
     assert pl.verdicts(r.direct) == {"audio-clip": "FAIL"}
     assert "validation errors for CallToolResult" in r.direct["results"][0]["error"]
@@ -120,8 +137,21 @@ def test_mcp_1_9_2_audio_result(servers, tmp_path):
         "uri": "urn:mcpx:audio:0ebbfc603ea8fd1e", "mimeType": "audio/wav",
         "blob": "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YRAAAAAAECAwQFBgcICQoLDA0ODw"}}]}
     assert [(c["pointer"], c["action"], c["rule"], c.get("profile"), c["detail"]) for c in r.changes if c.get("profile")] == [
+        ("/params/clientInfo", "audit", "MCPX-profile", "mcp-1.9", evidence),
         ("/result/content/0", "rewrite", "MCPX-profile-content", "mcp-1.9",
          "profile mcp-1.9: the client does not parse an audio block in a tools/call result")]
+
+
+def test_mcp_use_headers_keep_the_prompt_s_embedded_resources(servers, tmp_path):
+    """With mcp-use 1.3.3's headers (zstd), the py server's rich_prompt passes through mcpx with its
+    blocks as embedded resources (its resource_link by the revision downgrade, its audio by profile
+    mcp-1.9), which mcp 1.9.x parses: not flattened to text as langchain's profile would."""
+    ops = [{"id": "prompt-rich-prompt", "op": "getPrompt", "name": "rich_prompt", "arguments": {}}]
+    r = run("mcp-1.9.2", "py", servers["py"], tmp_path, ops, client_options=MCP_USE)
+    assert pl.verdicts(r.via) == {"prompt-rich-prompt": "ok"}
+    assert [m["content"]["type"] for m in r.via["results"][0]["result"]["messages"]] == ["text", "resource", "resource"]
+    assert _detailed(r, "prompt-rich-prompt") == [("/result/messages/1/content", "rewrite", "CT-resource_link", None),
+                                                  ("/result/messages/2/content", "rewrite", "MCPX-profile-content", "mcp-1.9")]
 
 
 # -- the two-marker server and the host profiles --------------------------------------------------
@@ -165,12 +195,15 @@ def test_host_profiles_on_the_two_marker_server(marker_server, host, profile, op
     got = {e["id"]: e["result"] for e in via["results"][1:]}
     for r in sent.values():  # the server's two halves diverge
         assert _texts(r) == TEXT and r["structuredContent"] == STRUCTURED
-    audits = [(c["jsonrpc_id"], c["pointer"], c["rule"], c["detail"]) for c in changes if c["action"] == "audit"]
+    audits = [(c["jsonrpc_id"], c["pointer"], c["rule"], c["detail"]) for c in changes if c["rule"] == "MCPX-audit-dual"]
+    assert [c["detail"] for c in changes if c["rule"] == "MCPX-profile"] == [
+        f"profile {profile}: forced by mcpx_profile" if options else f"profile {profile} on clientInfo {host}"]
     ids = [a[0] for a in audits]  # the JSON-RPC ids of the two tools/call requests
     assert audits == [(ids[0], "/result", "MCPX-audit-dual", AUDIT_DETAIL.format("search_with_schema")),
                       (ids[1], "/result", "MCPX-audit-dual", AUDIT_DETAIL.format("search_no_schema"))]  # once per call
     assert ids[0] != ids[1]
-    profiled = [(c["jsonrpc_id"], c["pointer"], c["action"], c["rule"], c["profile"]) for c in changes if c.get("profile")]
+    profiled = [(c["jsonrpc_id"], c["pointer"], c["action"], c["rule"], c["profile"]) for c in changes
+                if c.get("profile") and c["rule"] != "MCPX-profile"]
     schema = next(t for t in via["results"][0]["result"]["tools"] if t["name"] == "search_with_schema")["outputSchema"]
     if profile == "claude-code":  # the model sees structuredContent only: it must carry both markers
         assert profiled == [(i, "/result/structuredContent/content_text", "synthesize", "MCPX-dual-structured-visible", "claude-code")
@@ -211,25 +244,33 @@ def test_structured_visible_never_breaks_a_closed_output_schema(marker_server, t
 
 
 # -- a profile chosen from headers survives a restart ---------------------------------------------
-LANGCHAIN_HEADERS = {"accept-encoding": "gzip, deflate, zstd", "user-agent": "python-httpx/0.28.1"}
+AGENT_HEADERS = {"user-agent": "my-agent/1.2"}
+AGENT = ('[profiles.my-agent]\ndescription = "an agent told apart by its User-Agent"\nsource = "measured by hand"\n'
+         'match = { headers = { "user-agent" = "my-agent/*" } }\n'
+         '[[profiles.my-agent.content]]\ntypes = ["resource", "resource_link", "audio"]\nmethods = ["prompts/get"]\nrewrite = "text"\n')
 
 
 def test_profile_choice_survives_a_restart(servers, tmp_path):
-    """langchain-mcp-adapters is told apart by a header of its initialize request only; the choice
-    is sealed in the session's token, so a restarted mitmdump (same key file) applies it to a
+    """A user profile that tells its agent apart by a header of the initialize request only; the
+    choice is sealed in the session's token, so a restarted mitmdump (same key file) applies it to a
     prompt the client asks for later, on a request without that header."""
     upstream = f"http://127.0.0.1:{servers['py'].port}"
+    path = tmp_path / "hosts.toml"
+    path.write_text(AGENT)
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "mcp", "version": "0.1.0"}}}
-    with Proxy(upstream, tmp_path, save=False) as first:
-        c = Client(first.port, headers=LANGCHAIN_HEADERS)
+    with Proxy(upstream, tmp_path, save=False, options={"mcpx_profiles": path}) as first:
+        c = Client(first.port, headers=AGENT_HEADERS)
         status, headers, msgs = c.rpc(init)
         assert status == 200 and msgs[0]["result"]["protocolVersion"] == "2025-03-26"
         token = headers["mcp-session-id"]
         assert c.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, extra={"mcp-session-id": token})[0] in (200, 202)
         c.close()
-    with Proxy(upstream, tmp_path, save=False) as second:  # the same workdir: the same key file
-        c = Client(second.port)  # no zstd now: the sealed choice decides
+    assert [c["detail"] for c in first.changes() if c["rule"] == "MCPX-profile"] == [
+        "profile my-agent on header user-agent my-agent/*; also matched mcp-1.9 (on clientInfo mcp ==0.1.0, protocolVersion "
+        "2025-03-26): the first in order applies"]
+    with Proxy(upstream, tmp_path, save=False, options={"mcpx_profiles": path}) as second:  # the same workdir: the same key file
+        c = Client(second.port)  # no User-Agent now: the sealed choice decides
         c.session = token
         status, _, msgs = c.rpc({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "rich_prompt", "arguments": {}}})
         c.close()
@@ -237,8 +278,8 @@ def test_profile_choice_survives_a_restart(servers, tmp_path):
     content = [m["content"] for m in msgs[-1]["result"]["messages"]]
     assert [b["type"] for b in content] == ["text", "text", "text"]
     assert [(c["pointer"], c["rule"], c.get("profile")) for c in second.changes() if c.get("profile")] == [
-        ("/result/messages/1/content", "MCPX-profile-content", "langchain-mcp-adapters-0.1"),
-        ("/result/messages/2/content", "MCPX-profile-content", "langchain-mcp-adapters-0.1")]
+        ("/result/messages/1/content", "MCPX-profile-content", "my-agent"),
+        ("/result/messages/2/content", "MCPX-profile-content", "my-agent")]
     assert first.handle(token) == second.handle(token)
 
 

@@ -28,10 +28,9 @@ BATCH = [{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name":
 
 
 def ADDED(rid: int, a: int, b: int) -> dict:
-    """The py server's ``add`` answer for a 2025-03-26 client (structuredContent as a text block)."""
+    """The py server's ``add`` answer for a 2025-03-26 client (structuredContent dropped: its text carries its value)."""
     text = f"{a} + {b} = {a + b}"
-    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [
-        {"text": text, "type": "text"}, {"type": "text", "text": json.dumps({"result": text}, separators=(",", ":"))}], "isError": False}}
+    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"text": text, "type": "text"}], "isError": False}}
 
 
 @pytest.fixture(scope="module")

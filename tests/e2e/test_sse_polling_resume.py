@@ -121,9 +121,9 @@ def call(rid, name) -> dict:
 
 
 def result_event(rid, event_id=b"e3") -> bytes:
-    """The result as a 2025-03-26 client gets it: structuredContent (2025-06-18) becomes a text block."""
-    return (b'id: %s\nevent: message\ndata: {"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"polled"},'
-            b'{"type":"text","text":"{\\"t\\":\\"polled\\"}"}]}}\n\n' % (event_id, rid))
+    """The result as a 2025-03-26 client gets it: structuredContent (2025-06-18) dropped (its text says "polled")."""
+    return (b'id: %s\nevent: message\ndata: {"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"polled"}]}}\n\n'
+            % (event_id, rid))
 
 
 def delivered(rid) -> bytes:
@@ -133,7 +133,7 @@ def delivered(rid) -> bytes:
 
 
 PRIMING_DROP = ("s2c", "", "drop-message", RULE, "SSE event id='e1' data=''", "empty-data (priming) event: only 2025-11-25 clients get it")
-STRUCTURED = [("s2c", "/result/content/1", "rewrite", "SC-structuredContent"), ("s2c", "/result/structuredContent", "drop", "SC-structuredContent")]
+STRUCTURED = [("s2c", "/result/structuredContent", "drop", "SC-structuredContent")]
 
 
 def records(px, session, rid=None) -> tuple[list, list]:
@@ -313,8 +313,7 @@ def test_a_json_answer_through_the_relay_is_as_without_it(server, tmp_path):
             relayed = [f for f in px.flows() if f.request.path.startswith("/mcpx-answer/")] if mode == "always" else None
         assert requests_of(Poller.seen)[2:] == [("POST", "tools/call", None)]
     assert got["always"] == got["off"]
-    assert got["off"][2] == (b'{"jsonrpc":"2.0","id":11,"result":{"content":[{"type":"text","text":"json"},'
-                             b'{"type":"text","text":"{\\"t\\":\\"json\\"}"}]}}')
+    assert got["off"][2] == b'{"jsonrpc":"2.0","id":11,"result":{"content":[{"type":"text","text":"json"}]}}'
     assert got["off"][1]["x-served"] == "json"
     assert got["off"][3] == ([], STRUCTURED)
     assert relayed and relayed[0].metadata["mcpx"]["relay"]["resumed_after"] == []
@@ -350,7 +349,7 @@ def test_released_mcp_1_9_4_client_gets_its_answer(server, tmp_path):
         p = subprocess.run([str(SDK), str(script), px.url], capture_output=True, timeout=60, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
-    assert out == {"version": OLD, "result": {"content": [{"type": "text", "text": "polled"}, {"type": "text", "text": '{"t":"polled"}'}],
+    assert out == {"version": OLD, "result": {"content": [{"type": "text", "text": "polled"}],
                                                   "isError": False}}
     resumes = [h for m, h, _ in Poller.seen if m == "GET" and "last-event-id" in h]
     assert len(resumes) == 1

@@ -47,7 +47,7 @@ server:  2025-06-18 (example-server 2.0.0)
 """
 
 SESSIONS = (
-    "s1: client mcp 0.1.0 (profile pydantic-ai-0.4) receives 2025-06-18, server example-server 2.0.0 speaks 2025-06-18: "
+    "s1: client mcp 0.1.0 (profile pydantic-ai-0.4 on clientInfo mcp ==0.1.0, protocolVersion 2025-06-18, capabilities {sampling}) receives 2025-06-18, server example-server 2.0.0 speaks 2025-06-18: "
     "5 messages, 1 changes, 0 dropped\n"
     "s2: client some-host 1.0.0 receives 2025-06-18, server example-server 2.0.0 speaks 2025-06-18: "
     "5 messages, 0 changes, 0 dropped, 1 audit finding")
@@ -115,41 +115,64 @@ def test_a_user_profile_spells_an_older_revision(tmp_path):
             assert orjson.loads(init.response.content)["result"]["protocolVersion"] == "2025-03-26"
             assert [(c["pointer"], c["action"], c["rule"], c["before"], c["after"], c["profile"], c["detail"])
                     for c in init.metadata["mcpx"]["changes"]] == [
+                ("/params/clientInfo", "audit", "MCPX-profile", None, None, "old-parser", "profile old-parser on clientInfo old-parser >=1,<2"),
                 ("/result/protocolVersion", "rewrite", "MCPX-profile-revision", '"2025-06-18"', '"2025-03-26"', "old-parser",
                  "profile old-parser: the client is told the revision it parses")]
             f = await h.exchange({**CALL, "id": 4}, {"jsonrpc": "2.0", "id": 4, "result": {
                 "content": [{"type": "text", "text": "21 C"}], "structuredContent": {"temperature": 21}}}, session="s1")
             assert orjson.loads(f.response.content)["result"] == {"content": [
-                {"type": "text", "text": "21 C"}, {"type": "text", "text": '{"temperature":21}'}]}
+                {"type": "text", "text": "21 C"}]}  # (the text says 21: no JSON block)
             # the client leg sends no MCP-Protocol-Version: its 2025-06-18 server gets one (as for a pin)
-            assert f.comment == "tools/call search #4 · client 2025-03-26, server 2025-06-18 · mcpx: 1 added for 2025-06-18; 1 rewritten, 1 dropped for 2025-03-26"
+            assert f.comment == "tools/call search #4 · client 2025-03-26, server 2025-06-18 · mcpx: 1 added for 2025-06-18; 1 dropped for 2025-03-26"
             # version 2.0 is outside the range: no profile
             other = await h.initialize("2025-06-18", name="old-parser", session_id="s3", version="2.0")
             assert orjson.loads(other.response.content)["result"]["protocolVersion"] == "2025-06-18"
             h.addon.state.tracker.pins["old-parser"] = "2024-11-05"
             pinned = await h.initialize("2025-06-18", name="old-parser", session_id="s4")
-            assert [c["rule"] for c in pinned.metadata["mcpx"]["changes"]] == ["MCPX-pin"]
+            assert [c["rule"] for c in pinned.metadata["mcpx"]["changes"]] == ["MCPX-profile", "MCPX-pin"]
     asyncio.run(main())
 
 
-def test_langchain_is_told_apart_by_its_accept_encoding():
+#: the initialize request headers of mcp-use 1.3.3 (PyPI mcp 1.9.3's streamablehttp_client over httpx 0.28.1, with
+#: zstandard installed by its langchain dependency), as of langchain-mcp-adapters 0.1.7 (tests/peers/BASELINE.md)
+ZSTD_HEADERS = {"Accept-Encoding": "gzip, deflate, zstd", "User-Agent": "python-httpx/0.28.1"}
+ZSTD_RECORD = ("profile mcp-1.9 on clientInfo mcp ==0.1.0, protocolVersion 2025-03-26; langchain-mcp-adapters-0.1 matched on "
+               "clientInfo mcp ==0.1.0, header accept-encoding *zstd*, which other libraries send too: not applied "
+               "(mcpx_profile=NAME applies it)")
+
+
+def test_a_zstd_client_is_not_taken_for_langchain():
+    """mcp-use 1.3.3 sends what langchain-mcp-adapters 0.1.7 sends (mcp's default clientInfo, 2025-03-26, no
+    capabilities, Accept-Encoding with zstd): it gets mcp-1.9 (its audio as an embedded resource, which mcp
+    1.9.3 parses), not langchain's profile (its prompt's embedded resource stays as sent), and the initialize's
+    MCPX-profile record says on what evidence, naming the profile that matched without applying."""
     prompt = {"jsonrpc": "2.0", "id": 5, "result": {"messages": [
         {"role": "user", "content": {"type": "text", "text": "Summarise:"}},
         {"role": "user", "content": {"type": "resource", "resource": {"uri": "resource://greeting", "mimeType": "text/plain", "text": "Hello"}}}]}}
+    audio = {"jsonrpc": "2.0", "id": 6, "result": {"content": [{"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}]}}
 
     async def main():
         async with Harness() as h:
-            for sid, ae in (("lc", "gzip, deflate, zstd"), ("oa", "gzip, deflate")):
-                await h.initialize("2025-03-26", name="mcp", version="0.1.0", session_id=sid,
-                                   headers={"Accept-Encoding": ae, "User-Agent": "python-httpx/0.28.1"})
+            init = await h.initialize("2025-03-26", name="mcp", version="0.1.0", session_id="mu", headers=ZSTD_HEADERS)
+            assert [(c["direction"], c["pointer"], c["action"], c["rule"], c["profile"], c["detail"])
+                    for c in init.metadata["mcpx"]["changes"]] == [
+                ("c2s", "/params/clientInfo", "audit", "MCPX-profile", "mcp-1.9", ZSTD_RECORD)]
+            got = await h.exchange({"jsonrpc": "2.0", "id": 5, "method": "prompts/get", "params": {"name": "p"}}, prompt, session="mu")
+            assert got.metadata["mcpx"]["profile"] == "mcp-1.9" and got.metadata["mcpx"]["changes"] == []
+            assert got.response.content == json.dumps(prompt, separators=(",", ":")).encode()
+            call = await h.exchange({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "a"}}, audio, session="mu")
+            assert orjson.loads(call.response.content)["result"]["content"][0]["type"] == "resource"
+            assert [(c["pointer"], c["rule"], c["profile"]) for c in call.metadata["mcpx"]["changes"]] == [
+                ("/result/content/0", "MCPX-profile-content", "mcp-1.9")]
+            assert h.tctx.master.commands.execute("mcpx.sessions").startswith(
+                "mu: client mcp 0.1.0 (profile mcp-1.9 on clientInfo mcp ==0.1.0, protocolVersion 2025-03-26) receives 2025-03-26")
+            # langchain's own profile still applies where the user says so
+            h.tctx.options.update(mcpx_profile="langchain-mcp-adapters-0.1")
+            forced = await h.initialize("2025-03-26", name="mcp", version="0.1.0", session_id="lc", headers=ZSTD_HEADERS)
+            assert [c["detail"] for c in forced.metadata["mcpx"]["changes"]] == [
+                "profile langchain-mcp-adapters-0.1: forced by mcpx_profile"]
             lc = await h.exchange({"jsonrpc": "2.0", "id": 5, "method": "prompts/get", "params": {"name": "p"}}, prompt, session="lc")
-            oa = await h.exchange({"jsonrpc": "2.0", "id": 5, "method": "prompts/get", "params": {"name": "p"}}, prompt, session="oa")
             assert orjson.loads(lc.response.content)["result"]["messages"][1]["content"] == {"type": "text", "text": "Hello"}
-            assert [(c["pointer"], c["rule"], c["profile"]) for c in lc.metadata["mcpx"]["changes"]] == [
-                ("/result/messages/1/content", "MCPX-profile-content", "langchain-mcp-adapters-0.1")]
-            # openai-agents (profile mcp-1.9: only audio is taken away) gets the prompt as sent
-            assert oa.metadata["mcpx"]["profile"] == "mcp-1.9" and oa.metadata["mcpx"]["changes"] == []
-            assert oa.response.content == json.dumps(prompt, separators=(",", ":")).encode()
     asyncio.run(main())
 
 

@@ -191,7 +191,7 @@ server:  2025-03-26 (example-server 2.0.0)
     }
 '''
 
-SSE_MCP = r'''MCP response (server -> client): 2 messages, 5 changes (1 message dropped, 3 dropped, 1 rewritten for 2024-11-05)
+SSE_MCP = r'''MCP response (server -> client): 2 messages, 4 changes (1 message dropped, 3 dropped for 2024-11-05)
 session: sess-1
 client:  2024-11-05 (example-client 1.0.0)
 server:  2024-11-05 (example-server 2.0.0)
@@ -217,10 +217,9 @@ server:  2024-11-05 (example-server 2.0.0)
     }
 
 [3] result tools/call id=7 · event 3
-    rewrite /result/content/1 [SC-structuredContent]
-        + text block with the JSON of /result/structuredContent
     drop /result/structuredContent [SC-structuredContent]
         - {temperature: 21, unit: "C"}
+        (the text half carries every value of structuredContent: no text block of its JSON added)
     drop /result/content/0/_meta [META-on-content-blocks]
         - {sensor: "north"}
     delivered:
@@ -232,17 +231,13 @@ server:  2024-11-05 (example-server 2.0.0)
           {
             "type": "text",
             "text": "Temperature is 21 C"
-          },
-          {
-            "type": "text",
-            "text": "{\"temperature\":21,\"unit\":\"C\"}"
           }
         ]
       }
     }
 '''
 
-SSE_ORIGINAL = r'''MCP response (server -> client): 2 messages, 5 changes (1 message dropped, 3 dropped, 1 rewritten for 2024-11-05); as sent
+SSE_ORIGINAL = r'''MCP response (server -> client): 2 messages, 4 changes (1 message dropped, 3 dropped for 2024-11-05); as sent
 session: sess-1
 client:  2024-11-05 (example-client 1.0.0)
 server:  2024-11-05 (example-server 2.0.0)
@@ -268,10 +263,9 @@ server:  2024-11-05 (example-server 2.0.0)
     }
 
 [3] result tools/call id=7 · event 3
-    rewrite /result/content/1 [SC-structuredContent]
-        + text block with the JSON of /result/structuredContent
     drop /result/structuredContent [SC-structuredContent]
         - {temperature: 21, unit: "C"}
+        (the text half carries every value of structuredContent: no text block of its JSON added)
     drop /result/content/0/_meta [META-on-content-blocks]
         - {sensor: "north"}
     sent:
@@ -336,16 +330,15 @@ server:  2025-03-26 (example-server 2.0.0)
     }
 '''
 
-BATCH_RESPONSE_MCP = r'''MCP response (server -> client): 2 messages, 2 changes (1 rewritten, 1 dropped for 2025-03-26)
+BATCH_RESPONSE_MCP = r'''MCP response (server -> client): 2 messages, 1 change (1 dropped for 2025-03-26)
 session: sess-1
 client:  2025-03-26 (example-client 1.0.0)
 server:  2025-03-26 (example-server 2.0.0)
 
 [1] result tools/call id=11 · batch[0]
-    rewrite /result/content/1 [SC-structuredContent]
-        + text block with the JSON of /result/structuredContent
     drop /result/structuredContent [SC-structuredContent]
         - {sum: 5}
+        (the text half carries every value of structuredContent: no text block of its JSON added)
     delivered:
     {
       "jsonrpc": "2.0",
@@ -355,10 +348,6 @@ server:  2025-03-26 (example-server 2.0.0)
           {
             "type": "text",
             "text": "5"
-          },
-          {
-            "type": "text",
-            "text": "{\"sum\":5}"
           }
         ]
       }

@@ -12,7 +12,8 @@ Same interface and output as js_client.mjs: ops is a JSON list such as
 received, e.g. on its GET stream); options e.g. {"elicitation":"decline"}, {"roots":[{"uri":..,"name":..}]}
 (declare roots and answer roots/list with these),
 {"clientInfo": {"name": "claude-code", "version": "2.1.0"}} (default: mcpx-py-client <mcp version>), or
-{"clientInfo": "sdk-default"} (the SDK's own default, {"name": "mcp", "version": "0.1.0"}).
+{"clientInfo": "sdk-default"} (the SDK's own default, {"name": "mcp", "version": "0.1.0"}),
+{"headers": {"Accept-Encoding": "gzip, deflate, zstd"}} (mcp 1.x: headers the transport sends, e.g. mcp-use's).
 Every op uses the SDK's own ClientSession call, so its pydantic validation runs.
 Prints ONE JSON line on stdout:
   {"sdk":"mcp","version":..,"protocolVersion":..,"results":[..],"serverRequests":[..]}
@@ -189,8 +190,8 @@ def client_info(options: dict[str, Any]) -> dict[str, Any]:
 
 async def main(url: str, ops: list[dict[str, Any]], options: dict[str, Any], report: dict[str, Any]) -> None:
     async with AsyncExitStack() as stack:
-        if VERSION.startswith("1."):
-            streams = await stack.enter_async_context(_transport(url, timeout=timedelta(seconds=30)))
+        if VERSION.startswith("1."):  # "headers": request headers of the transport's own (e.g. another Accept-Encoding)
+            streams = await stack.enter_async_context(_transport(url, headers=options.get("headers"), timeout=timedelta(seconds=30)))
         else:
             streams = await stack.enter_async_context(_transport(url))
         session = await stack.enter_async_context(

@@ -32,7 +32,6 @@ RECORDS = {
             ("/result/structuredContent", "drop", "SC-structuredContent")],
     "B04": [("/result/content/1", "rewrite", "CT-audio")],
     "B05": [("/params/message", "drop", "PROG-message"),
-            ("/result/content/1", "rewrite", "SC-structuredContent"),
             ("/result/structuredContent", "drop", "SC-structuredContent"),
             ("/result/content/0/_meta", "drop", "META-on-content-blocks")],
     "B06": [("/result/content/0/icons", "drop", "RESOURCE-icons")],
@@ -123,7 +122,6 @@ def test_b05_sse_crlf():
     out = rw.sse(exch).whole(body)
     got = sse_messages(out)
     exp = copy.deepcopy(case["expected"]["body_json"])  # (the case stays whole for a second run in one process)
-    assert orjson.loads(got[1]["result"]["content"][1].pop("text")) == orjson.loads(exp[1]["result"]["content"][1].pop("text"))
     assert got == exp
     assert b"retry: 3000\r\n" in out and b"id: 1\r\n" in out and b"id: 2\r\n" in out
     assert out.startswith(b": keepalive\r\n\r\nretry: 3000\r\n\r\n")

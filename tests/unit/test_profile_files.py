@@ -24,9 +24,12 @@ def headers(accept_encoding: str = "gzip, deflate") -> http.Headers:
 MEASURED = [
     ("fastmcp-2.3.4", SDK_DEFAULT, "2024-11-05", {"sampling": {}, "roots": {"listChanged": True}}, "gzip, deflate", None),
     ("fastmcp-2.10.6", SDK_DEFAULT, "2025-06-18", {"sampling": {}, "elicitation": {}}, "gzip, deflate", None),
-    ("langchain-mcp-adapters-0.1.7", SDK_DEFAULT, "2025-03-26", {"sampling": {}}, "gzip, deflate, zstd", "langchain-mcp-adapters-0.1"),
-    ("langchain-mcp-adapters-0.1.7 (no sampling callback)", SDK_DEFAULT, "2025-03-26", {}, "gzip, deflate, zstd",
-     "langchain-mcp-adapters-0.1"),
+    # langchain's zstd is sent by mcp-use too (the same initialize): not evidence of langchain, which gets mcp-1.9
+    ("langchain-mcp-adapters-0.1.7", SDK_DEFAULT, "2025-03-26", {"sampling": {}}, "gzip, deflate, zstd", "mcp-1.9"),
+    ("langchain-mcp-adapters-0.1.7 (no sampling callback)", SDK_DEFAULT, "2025-03-26", {}, "gzip, deflate, zstd", "mcp-1.9"),
+    # mcp-use 1.3.3 (mcp 1.9.3): ClientSession(read, write, sampling_callback=None) (mcp_use/connectors/http.py:54),
+    # zstandard installed with its langchain dependency
+    ("mcp-use-1.3.3", SDK_DEFAULT, "2025-03-26", {}, "gzip, deflate, zstd", "mcp-1.9"),
     ("pydantic-ai-slim-0.4.4", SDK_DEFAULT, "2025-06-18", {"sampling": {}}, "gzip, deflate", "pydantic-ai-0.4"),
     ("openai-agents-0.0.19", SDK_DEFAULT, "2025-03-26", {}, "gzip, deflate", "mcp-1.9"),
     ("mcp-1.9.2", SDK_DEFAULT, "2025-03-26", {"sampling": {}}, "gzip, deflate", "mcp-1.9"),
@@ -52,8 +55,41 @@ def test_shipped_profiles_match_what_each_client_sends(client, info, declared, c
 
 
 def test_plain_dict_headers_match_in_any_case():
-    assert ProfileSet.build().choose(SDK_DEFAULT, "2025-03-26", {}, {"Accept-Encoding": "gzip, zstd"}).name == "langchain-mcp-adapters-0.1"
-    assert ProfileSet.build().choose(SDK_DEFAULT, "2025-03-26", {}, None).name == "mcp-1.9"
+    choice = ProfileSet.build().decide(SDK_DEFAULT, "2025-03-26", {}, {"Accept-Encoding": "gzip, zstd"})
+    assert choice.profile.name == "mcp-1.9" and "langchain-mcp-adapters-0.1 matched on" in choice.detail
+    assert ProfileSet.build().decide(SDK_DEFAULT, "2025-03-26", {}, None) == (
+        profiles.Choice(ProfileSet.build().profiles["mcp-1.9"], "profile mcp-1.9 on clientInfo mcp ==0.1.0, protocolVersion 2025-03-26"))
+
+
+LANGCHAIN_SHARED = ("langchain-mcp-adapters-0.1 matched on clientInfo mcp ==0.1.0, header accept-encoding *zstd*, which other "
+                    "libraries send too: not applied (mcpx_profile=NAME applies it)")
+TWO = parse('[profiles.a]\ndescription = "d"\nsource = "s"\nmatch = { client_name = "host", client_version = ">=2" }\n'
+            '[profiles.b]\ndescription = "d"\nsource = "s"\nmatch = { client_name = "host", capabilities = ["roots"] }\n'
+            '[profiles.ua]\ndescription = "d"\nsource = "s"\nmatch = { headers = { "user-agent" = "host/*" }, identifies = false }\n', "u.toml")
+
+
+@pytest.mark.parametrize("info,declared,caps,hdrs,profile,detail", [
+    # only shared evidence: no profile, and the record says which matched on what
+    ({"name": "mcp", "version": "0.1.0"}, "2024-11-05", {}, {"accept-encoding": "gzip, deflate, zstd"}, None,
+     "no profile; " + LANGCHAIN_SHARED),
+    # shared evidence beside identifying evidence: the identifying one applies, the record names the other
+    (SDK_DEFAULT, "2025-03-26", {"sampling": {}}, {"accept-encoding": "gzip, deflate, zstd"}, "mcp-1.9",
+     "profile mcp-1.9 on clientInfo mcp ==0.1.0, protocolVersion 2025-03-26; " + LANGCHAIN_SHARED),
+    # two identifying matches: the first in order, the other named
+    ({"name": "host", "version": "2.1"}, "2025-06-18", {"roots": {}}, {"user-agent": "host/2.1"}, "a",
+     "profile a on clientInfo host >=2; also matched b (on clientInfo host, capabilities {roots}): the first in order applies; "
+     "ua matched on header user-agent host/*, which other libraries send too: not applied (mcpx_profile=NAME applies it)"),
+    # one identifying match, nothing else: no word about others
+    ({"name": "host", "version": "1.0"}, "2025-06-18", {"roots": {}}, {}, "b", "profile b on clientInfo host, capabilities {roots}"),
+    # nothing matches: no record at all (mcpx stays invisible)
+    ({"name": "other", "version": "1"}, "2025-06-18", {}, {"accept-encoding": "zstd"}, None, None),
+])
+def test_profiles_apply_only_on_evidence(info, declared, caps, hdrs, profile, detail):
+    s = ProfileSet.build(TWO)
+    choice = s.decide(info, declared, caps, hdrs)
+    assert (choice.profile.name if choice.profile else None, choice.detail) == (profile, detail)
+    assert s.evidence(profile) == (s.profiles[profile].match.evidence() if profile else None)
+    assert ProfileSet.build(forced="opencode").decide(info, declared, caps, hdrs).detail == "profile opencode: forced by mcpx_profile"
 
 
 @pytest.mark.parametrize("spec,version,inside", [

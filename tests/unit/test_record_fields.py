@@ -59,7 +59,12 @@ def test_records_of_a_session_with_two_legs_go_from_the_sender_to_the_receiver(l
     rw.session_learned(init, "up-1")
     s2c = {"direction": "s2c", "from_rev": "2025-06-18", "to_rev": "2025-03-26"}
     c2s = {"direction": "c2s", "from_rev": "2025-03-26", "to_rev": "2025-06-18"}
-    assert fields(init) == [{"pointer": "/result/protocolVersion", "action": "rewrite", "before": '"2025-06-18"',
+    # which profile applies on what evidence: a record of the initialize request (profiles.ProfileSet.decide)
+    chosen = [{"pointer": "/params/clientInfo", "action": "audit", "rule": "MCPX-profile", "before": None, "after": None,
+               "detail": "profile old-host on clientInfo old-host", "flow": "f-init", "session": "flow:f-init",
+               "direction": "c2s", "jsonrpc_id": 0, "method": "initialize", "from_rev": None, "to_rev": None,
+               "profile": "old-host"}] if leg == "profile" else []
+    assert fields(init) == chosen + [{"pointer": "/result/protocolVersion", "action": "rewrite", "before": '"2025-06-18"',
                              "after": '"2025-03-26"', "flow": "f-init", "session": "flow:f-init", "jsonrpc_id": 0,
                              "method": "initialize"} | init_record | s2c]
 

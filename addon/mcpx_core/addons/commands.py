@@ -24,7 +24,7 @@ class Commands:
     @command.command("mcpx.sessions")
     def sessions(self) -> str:
         """Each known MCP session (live, then the last 1000 the client ended): client and server info, revisions, message and change counts."""
-        text = sessions_text(self.state.tracker, self.state.closed)
+        text = sessions_text(self.state.tracker, self.state.closed, self.state.rewriter.profiles.evidence)
         logger.info(text, extra={"mcpx_lines": True})  # one line per session, each escaped (terminal.py)
         return text
 

@@ -75,6 +75,7 @@ class Options:
     def __init__(self, state: State) -> None:
         self.state = state
         self._stream_limit: str | None = None  # the stream_large_bodies value mcpx set, if it did
+        self._strategy_set = False  # whether mcpx set connection_strategy (once, when it loads)
         self._key_files: list[str] = []
         self._announced: str | None = None  # the start-up line last written
 
@@ -152,6 +153,11 @@ class Options:
             if ctx.options.stream_large_bodies in (None, "", self._stream_limit) and ctx.options.stream_large_bodies != limit:
                 self._stream_limit = limit
                 ctx.options.update(stream_large_bodies=limit)
+        if not self._strategy_set and getattr(ctx.options, "connection_strategy", None) == "eager":
+            # eager: a reverse proxy whose server is down closes the client's connection before reading
+            # a request, so no answer can say why (addons/unreachable.py); lazy connects for the request
+            self._strategy_set = True
+            ctx.options.update(connection_strategy="lazy")
         if ours:
             self._announce(st.settings)
 

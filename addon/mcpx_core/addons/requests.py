@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from mitmproxy import http
+from mitmproxy import ctx, http
 
 from .. import upstream
 from ..seal import PREFIX as TOKEN_PREFIX
 from ..session import SESSION_HEADER
+from . import unreachable
 from ..framing import json_body
 from ..bridge import Answer, Pass, Streamed
 from ..disposition import AnswerLocally, Bridge, Forward, Hold, MintSession, NeedEra, SplitBatch
@@ -25,6 +26,7 @@ class ClientRequests:
 
     def __init__(self, state: State) -> None:
         self.state = state
+        unreachable.install()
 
     async def requestheaders(self, flow: http.HTTPFlow) -> None:
         """A request whose body mitmproxy streams has its headers sent before the ``request`` hook:
@@ -153,7 +155,16 @@ class ClientRequests:
                 pass
         if flow.response is None and not exch.answered and live:
             _no_token_upstream(st, req, exch)
+        if exch.is_mcp and live and flow.response is None and not exch.answered:
+            unreachable.expect(flow, lambda reason: self._unreachable(exch, reason))
         st.annotate(flow, exch)
+
+    def _unreachable(self, exch, reason: str) -> http.Response:
+        """The answer to a request whose server cannot be connected (addons/unreachable.py)."""
+        exch.answered = True
+        logger.warning(f"mcpx: the server could not be reached: {reason}")
+        self.state.rewriter.passthrough(exch, "c2s", f"the server could not be reached ({reason}): answered HTTP 502 -32603")
+        return http.Response.make(502, unreachable.error_body(exch.single_request_id, reason), {"content-type": "application/json"})
 
 
     async def _act(self, flow: http.HTTPFlow, exch, what: str, action, forwarded: str = "") -> None:
@@ -235,7 +246,13 @@ class ClientRequests:
             exch.is_mcp = True
             n = len(flow.request.raw_content) if flow.request.raw_content is not None else hv.get("content-length")
             size = f"of {n} bytes" if n is not None else "(streamed by mitmproxy)"
-            self.state.rewriter.passthrough(exch, "c2s", f"body {size} exceeds mcpx_max_body: passed through untouched")
+            if n is not None and str(n).isdigit() and int(n) <= self.state.max_body:
+                # streamed because the user set a smaller stream_large_bodies: say so, not that it is too large
+                limit = getattr(ctx.options, "stream_large_bodies", None)
+                why = f"body {size} streamed by mitmproxy (stream_large_bodies={limit}), not read: passed through untouched"
+            else:
+                why = f"body {size} exceeds mcpx_max_body: passed through untouched"
+            self.state.rewriter.passthrough(exch, "c2s", why)
 
 
 def _no_token_upstream(st, req: http.Request, exch) -> None:

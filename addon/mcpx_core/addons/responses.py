@@ -8,12 +8,15 @@ any response).
 
 from __future__ import annotations
 
-from mitmproxy import http
+from mitmproxy import ctx, http
+from mitmproxy.proxy.mode_specs import ReverseMode
 
 from .. import upstream
+from ..rules.headers import LOCATION_HEADERS, response_locations
 from ..framing.encoding import stream_decoder
 from ..rewrite import Exchange, SSERewriter, declares_json
 from ..session import SESSION_HEADER
+from . import unreachable
 from .headers import decoded, header_map, media_type
 from .state import State
 
@@ -29,11 +32,19 @@ class ServerResponses:
         if upstream.is_own(flow):
             st.sender.responseheaders(flow)
             return
+        unreachable.forget(flow)
         exch = st.exchanges.get(flow.id)
+        if flow.response is not None:
+            self._locations(flow, exch)
         if exch is not None and exch.streamed and flow.response is not None:
             flow.response.stream = True  # a stream mcpx writes (bridge/stream.py): through as it comes
             return
         if exch is None or not exch.is_mcp or flow.response is None or exch.answered:
+            if flow.response is not None and flow.live and (exch is None or not exch.answered) \
+                    and media_type(header_map(flow.response)[0]) == "text/event-stream":
+                # an SSE stream mcpx does not read (not MCP to it: e.g. the 2024-11-05 HTTP+SSE transport's
+                # GET /sse) is of unbounded length: through as it comes, not held up to stream_large_bodies
+                flow.response.stream = True
             return
         s = exch.session
         if exch.initialize is not None:
@@ -69,6 +80,33 @@ class ServerResponses:
         stream = SSERewriter(st.rewriter, exch, decoder, keep=st.keep_original, max_event=st.max_body)
         st.streams[flow.id] = stream
         flow.response.stream = stream.chunks
+
+    def _locations(self, flow: http.HTTPFlow, exch: Exchange | None) -> None:
+        """TR-location (rules/headers.py): in reverse mode, the server's own origin in ``Location`` or
+        ``Content-Location`` becomes the one the client reached mcpx at: the scheme of the client's
+        connection, the host it asked for by TLS SNI, else the address it connected to, and that port
+        (mitmproxy replaces the client's ``Host`` with the server's; with ``keep_host_header`` the server
+        sees the client's own and needs no rewrite). A record on MCP flows (non-MCP traffic gets none)."""
+        resp = flow.response
+        if not any(name in resp.headers for name in LOCATION_HEADERS):
+            return
+        spec = flow.client_conn.proxy_mode
+        if not isinstance(spec, ReverseMode) or getattr(ctx.options, "keep_host_header", False):
+            return
+        sock = flow.client_conn.sockname
+        if not sock:
+            return
+        host, port = spec.address
+        up = ("https" if spec.scheme in ("https", "tls") else "http", host.lower(), port)
+        tls = flow.client_conn.tls_established
+        client = ("https" if tls else "http", (flow.client_conn.sni or sock[0]).lower(), sock[1])
+        sets, changes = response_locations({k: v for k, v in resp.headers.items() if k.lower() in ("location", "content-location")},
+                                           up, client)
+        for name, value in sets.items():
+            resp.headers[name] = value
+        if changes and exch is not None and exch.is_mcp:
+            st = self.state
+            st.rewriter.record(exch, changes, "s2c", *exch.revisions)
 
     async def response(self, flow: http.HTTPFlow) -> None:
         st = self.state
@@ -160,6 +198,7 @@ class ServerResponses:
         st = self.state
         if upstream.is_own(flow):
             return
+        unreachable.forget(flow)
         exch, _ = st.forget(flow)
         if exch is not None and exch.deferred is not None and flow.request.stream:
             st.rewriter.flush(exch)  # it went on as its headers said (addons/requests.py requestheaders)

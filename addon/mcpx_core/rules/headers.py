@@ -147,3 +147,52 @@ def upgrade_headers(method: str, params: dict, param_map: dict[tuple[str, ...], 
             changes.append(Change(pointer=f"header:Mcp-Param-{token}", action="synthesize", rule="TR-mcp-param-headers",
                                   detail=f"mirrors arguments.{'.'.join(path)} (x-mcp-header)"))
     return headers, changes
+
+
+# -- response headers: a reverse proxy's own origin in the server's Location --------------------------
+#: the response headers whose URL names a resource of the server (RFC 9110 10.2.2, 8.8.2 Content-Location)
+LOCATION_HEADERS = ("Location", "Content-Location")
+_DEFAULT_PORT = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an absolute http(s) URL (host lower case, IPv6 without brackets), else None."""
+    from urllib.parse import urlsplit
+    try:
+        u = urlsplit(url.strip())
+        port = u.port
+    except ValueError:
+        return None
+    scheme = u.scheme.lower()
+    if scheme not in _DEFAULT_PORT or not u.hostname or not u.netloc:
+        return None
+    return scheme, u.hostname.lower(), port if port is not None else _DEFAULT_PORT[scheme]
+
+
+def hostport(scheme: str, host: str, port: int) -> str:
+    """``scheme://host[:port]`` (the port left out where it is the scheme's default; IPv6 in brackets)."""
+    h = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{h}" if _DEFAULT_PORT.get(scheme) == port else f"{scheme}://{h}:{port}"
+
+
+def response_locations(headers: Mapping[str, str], upstream: tuple[str, str, int], client: tuple[str, str, int]) -> tuple[dict[str, str], list[Change]]:
+    """``TR-location``: in reverse mode, a ``Location`` or ``Content-Location`` (any case) that names the
+    server's own origin ``upstream`` (scheme, host, port) is rewritten to the origin the client reached
+    mcpx at, ``client``, as a reverse proxy does (nginx ``proxy_redirect default``): a client that follows
+    the server's redirect (RFC 9110 15.4; Starlette's ``/mcp/`` -> ``/mcp``) stays on mcpx. Path, query
+    and fragment are kept. A relative reference, or one naming any other origin, is left as it is.
+    Returns (header name -> new value, records)."""
+    sets: dict[str, str] = {}
+    changes: list[Change] = []
+    canonical = {n.lower(): n for n in LOCATION_HEADERS}
+    for name, value in headers.items():
+        if name.lower() not in canonical or _origin(value) != upstream or upstream == client:
+            continue
+        v = value.strip()
+        rest = v[v.index("//") + 2:]
+        cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+        new = hostport(*client) + rest[cut:]
+        sets[name] = new
+        changes.append(Change(pointer=f"header:{canonical[name.lower()]}", action="rewrite", rule="TR-location", before=value, after=new,
+                              detail="the server's own origin, rewritten to the one the client reached mcpx at"))
+    return sets, changes

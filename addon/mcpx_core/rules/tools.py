@@ -1,9 +1,11 @@
 """Tool rules: definitions in tools/list results and tools/call results.
 
 - ``SC-structuredContent`` (schema/2025-06-18/schema.ts:828; docs/specification/2025-06-18/server/tools.mdx:301):
-  a receiver whose CallToolResult has no ``structuredContent`` gets it as a TextContent with its
-  JSON appended to ``content`` (unless a text block already carries that JSON), and the field is
-  removed (strict) or kept (lenient).
+  a receiver whose CallToolResult has no ``structuredContent`` gets its JSON appended to ``content``
+  as a TextContent only when the text half lacks values of it (the dual-result audit's comparison,
+  :func:`mcpx_core.audit.text_lacks`; not when a text block is that JSON or already says every
+  value: fastmcp's ``"hi"`` with ``{"result": "hi"}``), and the field is removed (strict) or kept
+  (lenient); the records say which.
 - ``SC-structuredContent-any`` (schema/2026-07-28/schema.ts:1821): a non-object value for a
   receiver whose structuredContent must be an object: same text fallback, field removed.
   Not for ``null`` or ``[]`` from a sender whose own revision requires an object there
@@ -68,6 +70,21 @@ def _carries_json(content: list, value) -> bool:
     return False
 
 
+def _text_lacks(content: list, sc) -> str | None:
+    """None when the text half of ``content`` lacks values of ``sc`` (or has no text, or the audit's
+    bounds cut the comparison): its JSON is added as a text block. Else the detail that says the
+    text carries them all (:func:`mcpx_core.audit.text_lacks`, the dual-result audit's comparison):
+    the model of a host that shows the text reads what the server meant, once."""
+    from .. import audit
+    both = audit.halves({"content": content, "structuredContent": sc})
+    if both is None:
+        return None
+    lacks, partial = audit.text_lacks(*both)
+    if lacks or partial:
+        return None
+    return "the text half carries every value of structuredContent: no text block of its JSON added"
+
+
 def _object_in(revision: str) -> bool:
     """Whether ``revision``'s CallToolResult.structuredContent must be an object."""
     node = ((revisions.model(revision).defs.get("CallToolResult") or {}).get("properties") or {}).get("structuredContent")
@@ -92,15 +109,22 @@ def structured_content(walk: Walk, value: dict, ptr: str, target: dict) -> dict:
     content = value.get("content")
     if not isinstance(content, list):
         content = value["content"] = []
+    carried = None  # the drop record's detail when the text half already carries every value
     if not _carries_json(content, sc):
-        if json_body.holds_inexact(sc):  # its text would show another number: the message passes through
-            raise ValueError(f"{ptr}/structuredContent {json_body.INEXACT}")
-        block = {"type": "text", "text": orjson.dumps(sc).decode()}
-        content.append(block)
-        walk.log(f"{ptr}/content/{len(content) - 1}", "rewrite", rule, None, f"text block with the JSON of {ptr}/structuredContent", raw=True)
+        lacks = _text_lacks(content, sc)
+        if lacks is None:
+            if json_body.holds_inexact(sc):  # its text would show another number: the message passes through
+                raise ValueError(f"{ptr}/structuredContent {json_body.INEXACT}")
+            block = {"type": "text", "text": orjson.dumps(sc).decode()}
+            content.append(block)
+            walk.log(f"{ptr}/content/{len(content) - 1}", "rewrite", rule, None, f"text block with the JSON of {ptr}/structuredContent", raw=True)
+        else:
+            carried = lacks
     if walk.policy == "strict" or rule == "SC-structuredContent-any":
-        walk.log(f"{ptr}/structuredContent", "drop", rule, sent)
+        walk.log(f"{ptr}/structuredContent", "drop", rule, sent, detail=carried)
         del value["structuredContent"]
+    elif carried is not None:
+        walk.log(f"{ptr}/content", "keep", rule, detail=carried)
     # (lenient: kept; the walk of the result logs its keep record, as for any field the receiver lacks)
     return value
 

@@ -10,8 +10,10 @@ direction** paragraph in REVISIONS.md is the rule:
   (list results, ``resources/read``, ``server/discover``).
 - ``RES-cacheScope`` (schema/2026-07-28/schema.ts:1109): ``"cacheScope": "private"`` (never wrongly
   shareable) where required.
-- ``ERR-resource-not-found`` (docs/specification/2026-07-28/server/resources.mdx:405): a legacy
-  ``-32002`` error becomes ``-32602``.
+- Retired error codes (:data:`RETIRED`, the table of revision-delta.json's ``error-code`` records
+  whose code a revision replaced; ``ERR-resource-not-found``, docs/specification/2026-07-28/server/resources.mdx:405):
+  ``-32002`` becomes ``-32602`` for a 2026-07-28 receiver, from a legacy sender and from a 2026-07-28
+  sender that still sends it alike (the only rule here that runs within one era too).
 
 The defaults (and their sources) are the table of :mod:`mcpx_core.defaults`, which the repair stage
 uses too: a member is added only where the 2026-07-28 definition of that result lists it in
@@ -20,7 +22,8 @@ uses too: a member is added only where the 2026-07-28 definition of that result 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import defaults, revisions
 from .api import MessageHook, Outcome
@@ -53,11 +56,49 @@ def result_members(walk: "Walk", message: dict, kind: str, method: str | None, r
     return None
 
 
+class Retired(NamedTuple):
+    """An error code a revision retired: ``revision`` replaced ``code`` by ``replacement`` (revision-delta record ``rule``)."""
+
+    code: int
+    revision: str
+    replacement: int
+    rule: str
+
+
+_REPLACED = re.compile(r"^\s*(-?\d+) replaced by (-?\d+)\s*$")
+
+
+def retired_codes(delta: dict) -> dict[int, Retired]:
+    """The table of retired error codes: every ``error-code`` record of ``revision-delta.json`` whose
+    ``changed`` says ``"<code> replaced by <code>"`` in a revision (ERR-resource-not-found: -32002 ->
+    -32602 in 2026-07-28, docs/specification/2026-07-28/server/resources.mdx:405, changelog.mdx:37)."""
+    out: dict[int, Retired] = {}
+    for r in delta.get("records", ()):
+        if r.get("kind") != "error-code":
+            continue
+        for ch in r.get("changed") or ():
+            m = _REPLACED.match(str(ch.get("change", "")))
+            if m and revisions.is_known(ch.get("rev")):
+                out[int(m.group(1))] = Retired(int(m.group(1)), ch["rev"], int(m.group(2)), r["id"])
+    return out
+
+
+#: code -> :class:`Retired`, from the shipped revision-delta.json
+RETIRED: dict[int, Retired] = retired_codes(revisions.load_json("revision-delta.json"))
+
+
 def error_codes(walk: "Walk", message: dict, kind: str, method: str | None, request_id: Any) -> Outcome | None:
+    """A code the receiver's revision retired reaches it as the code that revision uses instead
+    (:data:`RETIRED`), whoever sent it: a legacy server (across eras), or a server of that revision
+    that still sends the old code (a 2026-07-28-only server answering a missing resource -32002).
+    Toward a receiver older than the retiring revision the code is its own, and kept."""
     err = message.get("error") if kind == "error" else None
-    if isinstance(err, dict) and err.get("code") == -32002 and cross_era(walk):
-        walk.log("/error/code", "rewrite", "ERR-resource-not-found", -32002, -32602)
-        err["code"] = -32602
+    code = err.get("code") if isinstance(err, dict) else None
+    hit = RETIRED.get(code) if code.__class__ is int else None
+    if hit is not None and not revisions.older(walk.to_rev, hit.revision):
+        detail = None if cross_era(walk) else f"{code} was retired in {hit.revision} (replaced by {hit.replacement}); a {walk.from_rev} sender still sent it"
+        walk.log("/error/code", "rewrite", hit.rule, code, hit.replacement, detail=detail)
+        err["code"] = hit.replacement
     return None
 
 
