@@ -184,6 +184,8 @@ class Rewriter:
         self.profiles = profile_set if profile_set is not None else profiles.NONE
         #: what each side of a session sent: progress tokens, request ids (references.py)
         self.references = References()
+        #: judge notifications by what their receiver sent (mcpx_check_references; off by default)
+        self.check_references = False
         self.audit = audit_results
         #: called with the exchange of an SSE stream that carries a priming event (an ``id`` and
         #: empty data, 2025-11-25 basic/transports.mdx:107): its server uses SSE polling
@@ -548,7 +550,8 @@ class Rewriter:
             exch.messages_omitted += 1
         if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
             return None
-        if kind == "notification" and s is not None and not s.bridge and direction == "s2c" and exch.request_ids:
+        if self.check_references and kind == "notification" and s is not None and not s.bridge and direction == "s2c" \
+                and exch.request_ids:
             # a progress token or request id the client never sent, on the answer to its request (references.py)
             unknown = self.references.judge(s.uid, direction, method, msg, self.policy == "strict")
             if unknown is not None:

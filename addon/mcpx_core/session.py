@@ -485,11 +485,13 @@ class SessionTracker:
 
 def endpoint_digest(endpoint: str) -> str:
     """What a token seals of the server a session belongs to: 16 hex digits of the SHA-256 of its
-    ``scheme://host:port/path`` (no query; scheme and host lower-cased), so a token of one
+    ``scheme://host:port/path`` (no query; scheme and host lower-cased, no trailing slash), so a token of one
     server's session opens at no other (the token's AEAD protects it; the digest only keeps it short)."""
     scheme, sep, rest = endpoint.partition("://")
     host, slash, path = rest.partition("/")
-    norm = f"{scheme.lower()}{sep}{host.lower()}{slash}{path}"
+    # (a trailing slash is the same endpoint: servers redirect /mcp/ to /mcp, and a client that was
+    # configured with /mcp/ sends every request there first, its token included)
+    norm = f"{scheme.lower()}{sep}{host.lower()}/{path.rstrip('/')}"
     return hashlib.sha256(norm.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 

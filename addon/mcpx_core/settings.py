@@ -225,6 +225,10 @@ class Settings(BaseModel):
         True, "bool", "false",
         "Audit tool results that carry both content and structuredContent: record (action 'audit') what one "
         "half carries that the other lacks. Changes nothing.")
+    check_references: bool = _opt(
+        False, "bool", "true",
+        "Do not deliver to a strict client a notifications/progress or notifications/cancelled, on the answer to its "
+        "request, that names a progress token or request id it never sent (a drop-message record each). Off by default.")
     pin: Pins = _opt(
         (), "list", "old-client=2025-03-26",
         "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")

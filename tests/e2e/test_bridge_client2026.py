@@ -215,7 +215,7 @@ def test_listen_stream_exact_on_both_legs(everything, tmp_path):
         and gets[0].request.headers.get("mcp-session-id") and gets[0].request.headers["accept"] == "text/event-stream"
     # the client's listen flow was answered by mcpx's own stream (bridge/stream.py), marked as such
     mine = [f for f in px.flows() if f.request.path.startswith("/mcpx-answer/")]
-    assert len(mine) == 1 and mine[0].comment.startswith("mcpx: ") and mine[0].response.status_code == 200
+    assert len(mine) == 1 and mine[0].comment.startswith("subscriptions/listen #listen:7 · client 2026-07-28, server 2025-11-25 · mcpx: answered by mcpx") and mine[0].response.status_code == 200
 
 
 def test_url_elicitation_and_log_level(everything, tmp_path):

@@ -93,7 +93,7 @@ def invents():
 
 
 def test_notifications_naming_what_the_client_never_sent_are_not_delivered(invents, tmp_path):
-    with Proxy(f"http://127.0.0.1:{invents}", tmp_path, options=README) as px:
+    with Proxy(f"http://127.0.0.1:{invents}", tmp_path, options={**README, "mcpx_check_references": "true"}) as px:
         client = Client(px.port)
         client.initialize("2025-06-18")
         call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": 40}}}

@@ -183,7 +183,7 @@ def test_two_round_input_required_exact(server, tmp_path):
     ]
     meta = call.flow.metadata["mcpx"]
     assert meta["answered_by"] == "bridge legacy-client: the server speaks only 2026-07-28; answer streamed by mcpx"
-    assert call.flow.comment.startswith("mcpx: answered by mcpx (bridge legacy-client: ")
+    assert call.flow.comment.startswith("tools/call mrtr_two_rounds #1 · client 2025-11-25, server 2026-07-28 · mcpx: answered by mcpx (bridge legacy-client: ")
     # the MCP content view of the flow says so, and shows each message the client received with its records
     import mcpx  # noqa: F401  (the addon script: registers the MCP views)
     from mitmproxy import contentviews

@@ -193,7 +193,7 @@ def test_a_closed_stream_is_resumed_for_a_2025_03_26_client(server, tmp_path):
     assert len(relayed) == 1
     f = relayed[0]
     assert f.metadata["mcpx"]["relay"] == {"server": f"http://127.0.0.1:{server}/mcp", "resumed_after": ["e2"]}
-    assert f.comment.startswith("mcpx: relayed by mcpx, which resumes the server's SSE polling for a 2025-03-26 client; ")
+    assert f.comment.startswith("tools/call poll #4 · client 2025-03-26, server 2025-11-25 · mcpx: relayed by mcpx, which resumes the server's SSE polling for a 2025-03-26 client; ")
     assert f.request.method == "POST" and f.request.host == "127.0.0.1" and f.response.content == body
     own = sorted(f.metadata["mcpx"]["purpose"] for f in flows if f.metadata.get("mcpx", {}).get("origin") == "mcpx"
                  and f.request.method in ("GET", "POST") and "SSE polling" in f.metadata["mcpx"]["purpose"])

@@ -29,7 +29,10 @@ def servers():
 @pytest.mark.parametrize("client", pl.TP_CLIENTS)
 def test_tp_client_direct_and_through_mcpx(servers, server, client, tmp_path):
     scenario = pl.SCENARIO_OF.get(server, server)
-    r = run(client, scenario, servers[server], tmp_path, ops=pl.scenario_ops(server, client))
+    # langchain's host profile applies only when set: its one match (Accept-Encoding zstd) is sent by mcp-use
+    # too, whose prompts the profile would flatten (docs/host-profiles.md); a langchain host sets it so
+    options = {"mcpx_profile": "langchain-mcp-adapters-0.1"} if client.startswith("langchain-mcp-adapters") else None
+    r = run(client, scenario, servers[server], tmp_path, ops=pl.scenario_ops(server, client), options=options)
     revision = pl.load_scenarios()["clients"][client]["revision"]
     for side in (r.direct, r.via):
         assert side["returncode"] == 0, side.get("error")

@@ -30,6 +30,7 @@ def _session(server: str, client: str, method: str | None = "resources/read") ->
     s = store.create("k")
     s.server_rev, s.client_rev = server, client
     rw = Rewriter(store)
+    rw.check_references = True  # (mcpx_check_references)
     exch = Exchange(flow_id="f", session=s, is_mcp=True, single_request_id=1)
     if method:
         exch.request_ids[1] = method
@@ -96,6 +97,7 @@ def test_a_code_added_to_the_table_is_rewritten_without_new_code(monkeypatch):
 # -- notifications that reference what the receiver never sent ---------------------------------------
 def _started(policy: str = "strict", rev: str = "2025-06-18") -> Rewriter:
     rw = Rewriter(SessionTracker())
+    rw.check_references = True  # (mcpx_check_references)
     rw.policy = policy
     init = Exchange(flow_id="i", is_mcp=True)
     rw.request(init, "POST", orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -207,6 +209,7 @@ def test_the_tokens_of_a_batch_mcpx_splits_are_known():
     """A 2025-03-26 client's batch toward a 2025-06-18 server is split into single POSTs (no walk of
     its members here): their progress tokens are still the client's."""
     rw = Rewriter(SessionTracker())
+    rw.check_references = True  # (mcpx_check_references)
     init = Exchange(flow_id="i", is_mcp=True)
     rw.request(init, "POST", orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}), {})

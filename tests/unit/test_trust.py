@@ -62,6 +62,7 @@ def test_a_token_opens_only_for_its_server_and_before_anything_else():
     opened = other.lookup(token, "2026-07-28", "2025-06-18", endpoint="HTTP://127.0.0.1:3001/mcp")
     assert opened.upstream_id == "server-1"  # a revision named in _meta does not bypass the token
     assert endpoint_digest("HTTP://LOCALHOST:1/mcp") == endpoint_digest("http://localhost:1/mcp") != endpoint_digest("http://localhost:1/MCP")
+    assert endpoint_digest("http://localhost:1/mcp/") == endpoint_digest("http://localhost:1/mcp")  # a redirect away
     old = seal.Sealer([seal.new_key()])  # a token of an mcpx that sealed no endpoint
     legacy_token = old.seal(seal.Facts(sid="s-1", client_rev="2025-03-26", server_rev="2025-03-26"))
     assert SessionTracker(sealer=old).lookup(legacy_token, None, None, endpoint=EP) == Unknown(

@@ -194,6 +194,8 @@ class Options:
             st.rewriter.profiles = built
         if "mcpx_audit" in updated:
             st.rewriter.audit = s.audit
+        if "mcpx_check_references" in updated:
+            st.rewriter.check_references = s.check_references
         if "mcpx_repair" in updated:
             st.rewriter.repair = s.repair
         if "mcpx_sse_resume" in updated:
