@@ -42,7 +42,7 @@ the value's keys name (as the downgrade walk picks it: its required members pres
 met, most keys declared; one such member only) is checked, and the value repaired toward it; when
 that member fails beyond repair, the value is valid when any member is, and repaired only when
 exactly one member (or several alike) becomes valid. Params that redeclare the base type get the
-base ``_meta`` back, as the downgrade reads them (``downgrade._params_schema``).
+base ``_meta`` back, as the downgrade reads them (``shapes.params_schema``).
 
 Cost (``bench``, validation alone, against ``orjson.loads`` of the same body): text results
 0.1x, image results 0.02x, ``tools/list`` of 1 KB tools 0.6x (about 6 us per tool), a tool result
@@ -65,7 +65,8 @@ from typing import Any, Callable
 from . import revisions
 from .changes import Change, summarize
 from .defaults import BY_MEMBER, DEFAULTS, NO_DEFAULTS, Default, defaults_for  # noqa: F401  (defaults_for: repair's API too)
-from .downgrade import _params_schema, classify
+from .downgrade import classify
+from .shapes import params_schema
 from .rules.api import escape
 
 RULE_EMPTY_ARRAY = "REPAIR-empty-array-object"
@@ -169,14 +170,14 @@ class Checker:
 
     def _definition(self, name: str) -> dict:
         """Definition ``name``; a request or notification whose ``params`` redeclare the base
-        type's get the base ``_meta`` back, as the downgrade reads them (``downgrade._params_schema``:
+        type's get the base ``_meta`` back, as the downgrade reads them (``shapes.params_schema``:
         schema.json loses it, schema/2024-11-05/schema.ts:21 keeps it)."""
         node = self.model.defs.get(name) or {}
         base = "Request" if name in self._requests else "Notification" if name in self._notifications else None
         props = node.get("properties")
         if base is None or not isinstance(props, dict) or "params" not in props:
             return node
-        params = _params_schema(self.model, name, base)
+        params = params_schema(self.model, name, base)
         if params is props["params"]:
             return node
         out = dict(node)
