@@ -46,41 +46,11 @@ COMPILED = True
 LAZY_SUMMARIES = True
 
 
-class Walk:
-    """One downgrade pass over one message toward one target revision."""
+class WalkRecords:
+    """The records of a walk: :meth:`log` and the values a record shows (:meth:`shown`, :meth:`again`),
+    and which delta record names a change (:meth:`fires`, :meth:`field_rule`). The attributes it reads
+    are :class:`Walk`'s."""
 
-    def __init__(self, from_rev: str, to_rev: str, direction: Direction, policy: Policy, options: dict | None = None):
-        self.model = revisions.model(to_rev)
-        self.from_rev, self.to_rev = from_rev, to_rev
-        self.direction = direction
-        self.policy = policy
-        self.options = options or {}
-        self.changes: list[Change] = []
-        self.rules = ids.index()
-        self.kind: str | None = None
-        self.leaf = _LEAF.setdefault(to_rev, {})
-        #: a large body's array read one element at a time (see :func:`split_path`), or None
-        self.split: json_body.ArraySplit | None = None
-        #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
-        self.memo: dict[str, Any] = {}
-        #: the method the message belongs to (a result: of the request it answers)
-        self.method: str | None = None
-        #: the receiver's host profile (mcpx_core.profiles.Profile) and, for this message's method,
-        #: the content block types it takes away (type -> rewrite), or None
-        self.profile: Any = None
-        self.exclude: dict[str, str] | None = None
-        #: how many records (from the first) get before/after summaries; None: all. Set by
-        #: :func:`downgrade` from what the change sink reads (Rewriter.summarize_all); a split walk summarises all
-        self.summaries: int | None = None
-        #: summaries of ``detached`` values made on first read (:meth:`log`); False: always at once
-        self.lazy = LAZY_SUMMARIES
-        #: builds records with the context of the message (:func:`~mcpx_core.changes.maker`), or None:
-        #: records without context (the caller stamps them, :meth:`Change.stamped`)
-        self.make: Callable[..., Change] | None = None
-        #: the compiled walkers toward the receiver's revision (:mod:`mcpx_core.walkers`), or None: the generic walk
-        self.plans = walkers.plans(to_rev) if COMPILED else None
-
-    # -- logging -------------------------------------------------------------------------
     def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *,
             raw: bool = False, detached: bool = False, profile: str | None = None) -> None:
         """Record a change. ``before``/``after`` are values, summarised (:func:`summarize`); ``raw``:
@@ -139,6 +109,41 @@ class Walk:
         if parent.isdigit():
             parent = ""  # an array index names no type (RuleIndex.for_field scores only letters): one cache entry, not one per index
         return self.rules.for_field(typ, name, self.to_rev, self.direction, parent)
+
+
+class Walk(WalkRecords):
+    """One downgrade pass over one message toward one target revision."""
+
+    def __init__(self, from_rev: str, to_rev: str, direction: Direction, policy: Policy, options: dict | None = None):
+        self.model = revisions.model(to_rev)
+        self.from_rev, self.to_rev = from_rev, to_rev
+        self.direction = direction
+        self.policy = policy
+        self.options = options or {}
+        self.changes: list[Change] = []
+        self.rules = ids.index()
+        self.kind: str | None = None
+        self.leaf = _LEAF.setdefault(to_rev, {})
+        #: a large body's array read one element at a time (see :func:`split_path`), or None
+        self.split: json_body.ArraySplit | None = None
+        #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
+        self.memo: dict[str, Any] = {}
+        #: the method the message belongs to (a result: of the request it answers)
+        self.method: str | None = None
+        #: the receiver's host profile (mcpx_core.profiles.Profile) and, for this message's method,
+        #: the content block types it takes away (type -> rewrite), or None
+        self.profile: Any = None
+        self.exclude: dict[str, str] | None = None
+        #: how many records (from the first) get before/after summaries; None: all. Set by
+        #: :func:`downgrade` from what the change sink reads (Rewriter.summarize_all); a split walk summarises all
+        self.summaries: int | None = None
+        #: summaries of ``detached`` values made on first read (:meth:`log`); False: always at once
+        self.lazy = LAZY_SUMMARIES
+        #: builds records with the context of the message (:func:`~mcpx_core.changes.maker`), or None:
+        #: records without context (the caller stamps them, :meth:`Change.stamped`)
+        self.make: Callable[..., Change] | None = None
+        #: the compiled walkers toward the receiver's revision (:mod:`mcpx_core.walkers`), or None: the generic walk
+        self.plans = walkers.plans(to_rev) if COMPILED else None
 
     # -- the walk ------------------------------------------------------------------------
     def named(self, value: Any, name: str, ptr: str) -> Any:
