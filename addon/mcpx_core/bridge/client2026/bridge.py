@@ -6,7 +6,6 @@ import asyncio
 import time
 from typing import Any
 
-
 from ... import revisions
 from ...changes import Change
 from ...downgrade import classify

@@ -6,7 +6,6 @@ import asyncio
 import os
 from typing import Any, Callable
 
-
 from ...changes import Change
 from ...framing import json_body
 from ...framing.encoding import DecodeFailed

@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from ...changes import Change
 from ...downgrade import classify, downgrade, downgrade_params
 from ...framing import json_body

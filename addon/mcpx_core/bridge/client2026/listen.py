@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-
 from ...changes import Change
 from ...downgrade import classify
 from ...framing import json_body

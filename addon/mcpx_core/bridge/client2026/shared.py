@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import logging
 
-
 from ... import revisions
 from ...downgrade import classify
 from ...framing import json_body
