@@ -26,22 +26,19 @@ from __future__ import annotations
 
 from typing import Any, Callable, Literal
 
-from . import revisions
+from . import revisions, shapes, walkers
 from .changes import Change, Rebuilt, Summary, maker, snapshot, summarize
 from .framing import json_body
-from .rules import REGISTRY, ids
+from .rules import ids
 from .rules.api import DROP, Outcome, Reject, escape  # noqa: F401  (re-exported: the walk's vocabulary)
+from .shapes import AFTER_HOOKS, MESSAGE_HOOKS, OPEN_FIELDS, TYPE_HOOKS, UNION_MISS, UNION_PRE, UNION_TAKEN, union_family  # noqa: F401  (re-exported)
+from .shapes import KEPT_LENIENT, KEPT_OPEN
 
 Kind = Literal["request", "notification", "result", "error"]
 Direction = Literal["s2c", "c2s"]
 Policy = Literal["strict", "lenient"]
 
 RESERVED_META_PREFIXES = ("io.modelcontextprotocol/", "modelcontextprotocol.io/")
-#: the detail of a ``keep`` record: a field the receiver's revision does not define, kept by the
-#: lenient policy (the strict one drops it, with the same rule id)
-KEPT_LENIENT = "not defined by the receiver's revision; kept (lenient policy)"
-#: the detail of a ``keep`` record: a field a delta record names, in an object the receiver's schema leaves open
-KEPT_OPEN = "tolerated by the receiver's schema (open object)"
 #: walk with the compiled walkers (:mod:`mcpx_core.walkers`); False: the generic methods of :class:`Walk`
 #: (the reference the compiled ones are tested against, tests/schema/test_walkers.py)
 COMPILED = True
@@ -49,41 +46,11 @@ COMPILED = True
 LAZY_SUMMARIES = True
 
 
-class Walk:
-    """One downgrade pass over one message toward one target revision."""
+class WalkRecords:
+    """The records of a walk: :meth:`log` and the values a record shows (:meth:`shown`, :meth:`again`),
+    and which delta record names a change (:meth:`fires`, :meth:`field_rule`). The attributes it reads
+    are :class:`Walk`'s."""
 
-    def __init__(self, from_rev: str, to_rev: str, direction: Direction, policy: Policy, options: dict | None = None):
-        self.model = revisions.model(to_rev)
-        self.from_rev, self.to_rev = from_rev, to_rev
-        self.direction = direction
-        self.policy = policy
-        self.options = options or {}
-        self.changes: list[Change] = []
-        self.rules = ids.index()
-        self.kind: str | None = None
-        self.leaf = _LEAF.setdefault(to_rev, {})
-        #: a large body's array read one element at a time (see :func:`split_path`), or None
-        self.split: json_body.ArraySplit | None = None
-        #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
-        self.memo: dict[str, Any] = {}
-        #: the method the message belongs to (a result: of the request it answers)
-        self.method: str | None = None
-        #: the receiver's host profile (mcpx_core.profiles.Profile) and, for this message's method,
-        #: the content block types it takes away (type -> rewrite), or None
-        self.profile: Any = None
-        self.exclude: dict[str, str] | None = None
-        #: how many records (from the first) get before/after summaries; None: all. Set by
-        #: :func:`downgrade` from what the change sink reads (Rewriter.summarize_all); a split walk summarises all
-        self.summaries: int | None = None
-        #: summaries of ``detached`` values made on first read (:meth:`log`); False: always at once
-        self.lazy = LAZY_SUMMARIES
-        #: builds records with the context of the message (:func:`~mcpx_core.changes.maker`), or None:
-        #: records without context (the caller stamps them, :meth:`Change.stamped`)
-        self.make: Callable[..., Change] | None = None
-        #: the compiled walkers toward the receiver's revision (:mod:`mcpx_core.walkers`), or None: the generic walk
-        self.plans = walkers.plans(to_rev) if COMPILED else None
-
-    # -- logging -------------------------------------------------------------------------
     def log(self, pointer: str, action: str, rule: str, before: Any = None, after: Any = None, detail: str | None = None, *,
             raw: bool = False, detached: bool = False, profile: str | None = None) -> None:
         """Record a change. ``before``/``after`` are values, summarised (:func:`summarize`); ``raw``:
@@ -143,6 +110,41 @@ class Walk:
             parent = ""  # an array index names no type (RuleIndex.for_field scores only letters): one cache entry, not one per index
         return self.rules.for_field(typ, name, self.to_rev, self.direction, parent)
 
+
+class Walk(WalkRecords):
+    """One downgrade pass over one message toward one target revision."""
+
+    def __init__(self, from_rev: str, to_rev: str, direction: Direction, policy: Policy, options: dict | None = None):
+        self.model = revisions.model(to_rev)
+        self.from_rev, self.to_rev = from_rev, to_rev
+        self.direction = direction
+        self.policy = policy
+        self.options = options or {}
+        self.changes: list[Change] = []
+        self.rules = ids.index()
+        self.kind: str | None = None
+        self.leaf = _LEAF.setdefault(to_rev, {})
+        #: a large body's array read one element at a time (see :func:`split_path`), or None
+        self.split: json_body.ArraySplit | None = None
+        #: what rules learnt about this message for later rules (e.g. rules/tools.py "composition")
+        self.memo: dict[str, Any] = {}
+        #: the method the message belongs to (a result: of the request it answers)
+        self.method: str | None = None
+        #: the receiver's host profile (mcpx_core.profiles.Profile) and, for this message's method,
+        #: the content block types it takes away (type -> rewrite), or None
+        self.profile: Any = None
+        self.exclude: dict[str, str] | None = None
+        #: how many records (from the first) get before/after summaries; None: all. Set by
+        #: :func:`downgrade` from what the change sink reads (Rewriter.summarize_all); a split walk summarises all
+        self.summaries: int | None = None
+        #: summaries of ``detached`` values made on first read (:meth:`log`); False: always at once
+        self.lazy = LAZY_SUMMARIES
+        #: builds records with the context of the message (:func:`~mcpx_core.changes.maker`), or None:
+        #: records without context (the caller stamps them, :meth:`Change.stamped`)
+        self.make: Callable[..., Change] | None = None
+        #: the compiled walkers toward the receiver's revision (:mod:`mcpx_core.walkers`), or None: the generic walk
+        self.plans = walkers.plans(to_rev) if COMPILED else None
+
     # -- the walk ------------------------------------------------------------------------
     def named(self, value: Any, name: str, ptr: str) -> Any:
         """Walk ``value`` as the target's definition ``name``."""
@@ -150,10 +152,10 @@ class Walk:
             return self.plans.named(name)(self, value, ptr)
         short = self.leaf.get(name, _MISSING)
         if short is _MISSING:
-            short = self.leaf[name] = _shortcut(self.model, name)
+            short = self.leaf[name] = shapes.shortcut(self.model, name)
         if short is not None and value.__class__ is dict \
                 and (short.issuperset(value) if short.__class__ is frozenset else short.holds(self, value)):
-            return value  # nothing for the walk nor the definition's hooks (see _shortcut)
+            return value  # nothing for the walk nor the definition's hooks (see shapes.shortcut)
         node = self.model.defs.get(name)
         if node is None:
             return value
@@ -177,7 +179,7 @@ class Walk:
         if "anyOf" in schema:
             return self.union(value, schema["anyOf"], ptr, typ)
         if "allOf" in schema:
-            return self.node(value, _merged(self.model, schema), ptr, typ)
+            return self.node(value, shapes.merged(self.model, schema), ptr, typ)
         if isinstance(value, dict):
             props = schema.get("properties")
             if props is None and schema.get("type") != "object":
@@ -190,13 +192,13 @@ class Walk:
         return value
 
     def obj(self, value: dict, schema: dict, props: dict, ptr: str, typ: str) -> dict:
-        skip = _skips(props, typ)
+        skip = shapes.skips(props, typ)
         if skip.issuperset(value):
             return value  # the loop below would `continue` for every key
         extra = schema.get("additionalProperties")
         for key in list(value):
             if key in skip:
-                continue  # open, {} or inert: nothing to do (see _skips)
+                continue  # open, {} or inert: nothing to do (see shapes.skips)
             sub = props.get(key)
             if sub is not None:  # not skipped: _meta, or a schema that can change the value
                 if key == "_meta":
@@ -258,7 +260,7 @@ class Walk:
             return self.split_array(value, items, ptr, typ)
         fast = self.leaf.get(id(items), _MISSING)  # type: ignore[call-overload]
         if fast is _MISSING or (fast is not None and fast[0] is not items):
-            fast = self.leaf[id(items)] = _leaf_members(self, items)  # type: ignore[index]
+            fast = self.leaf[id(items)] = shapes.leaf_members(self, items)  # type: ignore[index]
         # a host profile that takes content types away sees every block (a leaf member may be one it takes)
         table = fast[1] if fast is not None and self.exclude is None else None
         short = fast[2] if fast is not None else None
@@ -315,7 +317,7 @@ class Walk:
         return value
 
     def union(self, value: Any, members: list[dict], ptr: str, typ: str) -> Any:
-        info = _union_info(self.model, members)
+        info = shapes.union_info(self.model, members)
         names, family = info.names, info.family
         pre = UNION_PRE.get(family)
         if pre is not None:
@@ -353,7 +355,7 @@ class Walk:
             return self.union(new, members, ptr, typ)
         best, best_score = None, -1
         for n, s in objs:
-            score = _fit(self.model, value, s, 3)
+            score = shapes.fit(self.model, value, s, 3)
             if score > best_score:
                 best, best_score = (n, s), score
         if best is None:
@@ -362,331 +364,13 @@ class Walk:
         return self.node(value, {"$ref": self.model.ref_prefix + n} if n else s, ptr, n or typ)
 
 
-class _Discriminators:
-    """``type`` const -> (member schema to walk, its definition name or None, the definition its
-    ``$ref`` names or None), first member wins."""
-
-    def __init__(self, model: revisions.SchemaModel, entries: list[tuple[Any, dict, str | None]]):
-        self.entries = [(c, (schema, name, model.ref_name(schema["$ref"]) if schema.get("$ref") is not None else None))
-                        for c, schema, name in entries]
-        try:
-            self.table: dict | None = {}
-            for c, hit in self.entries:
-                self.table.setdefault(c, hit)
-        except TypeError:  # an unhashable const: compare one by one
-            self.table = None
-
-    def lookup(self, disc: Any) -> tuple[dict, str | None, str | None] | None:
-        if self.table is not None:
-            try:
-                return self.table.get(disc)
-            except TypeError:  # an unhashable discriminator value (list, object) equals no string const
-                pass
-        for c, hit in self.entries:
-            if c == disc:
-                return hit
-        return None
-
-
-class _UnionInfo:
-    """What the walker needs to know about one ``anyOf`` list of one revision's schema, computed once."""
-
-    __slots__ = ("members", "names", "family", "array_member", "_objects")
-
-    def __init__(self, model: revisions.SchemaModel, members: list[dict]):
-        self.members = members  # held, so the id() key of the cache stays this list's
-        self.names = [model.ref_name(m["$ref"]) if "$ref" in m else None for m in members]
-        self.family = union_family(self.names)
-        self.array_member = next((m for m in members if m.get("type") == "array" or "items" in m), None)
-        self._objects = None
-
-    def objects(self, model: revisions.SchemaModel) -> tuple[list, _Discriminators | None]:
-        """(object members as (name, schema), their ``type`` discriminators or None when some lack one)."""
-        if self._objects is None:
-            names, members = self.names, self.members
-            resolved = [(n, model.defs[n] if n else m) for n, m in zip(names, members)]
-            objs = [(n, s) for n, s in resolved if s.get("type") == "object" or "properties" in s]
-            consts = [((s.get("properties") or {}).get("type") or {}).get("const") for _, s in objs]
-            disc = None
-            if objs and all(c is not None for c in consts):
-                disc = _Discriminators(model, [(c, members[names.index(n)] if n else s, n) for (n, s), c in zip(objs, consts)])
-            self._objects = (objs, disc)
-        return self._objects
-
-
-_UNION_INFO: dict[tuple[int, int], _UnionInfo] = {}
-
-
-def _union_info(model: revisions.SchemaModel, members: list[dict]) -> _UnionInfo:
-    info = _UNION_INFO.get((id(model), id(members)))
-    if info is None or info.members is not members:
-        if len(_UNION_INFO) > 4096:
-            _UNION_INFO.clear()
-        info = _UNION_INFO[(id(model), id(members))] = _UnionInfo(model, members)
-    return info
-
-
-_INERT: dict[int, tuple[dict, bool]] = {}
-
-
-def _inert(schema: dict) -> bool:
-    """True when :meth:`Walk.node` returns every value unchanged for ``schema``: no ``$ref``,
-    union, ``allOf`` or properties, not ``type: object``, and array items (if any) inert too
-    (e.g. ``{"type": "string"}``, ``{"type": "array", "items": {"type": "number"}}``)."""
-    hit = _INERT.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    items = schema.get("items")
-    inert = not ("$ref" in schema or "anyOf" in schema or "allOf" in schema or "properties" in schema
-                 or schema.get("type") == "object") \
-        and (not isinstance(items, dict) or not items or _inert(items))
-    if len(_INERT) > 8192:
-        _INERT.clear()
-    _INERT[id(schema)] = (schema, inert)
-    return inert
-
-
 _MISSING = object()
 #: "$ref" -> definition name (the same in every revision's schema)
 _REF_NAMES: dict[str, str] = {}
 _SENTINEL_TEXT = json_body.SPLIT_SENTINEL.strip("\x00")
-#: revision -> definition name -> :func:`_shortcut` (and id of array items -> :func:`_leaf_members`)
+#: revision -> definition name -> :func:`shapes.shortcut` (and id of array items -> :func:`shapes.leaf_members`)
 _LEAF: dict[str, dict] = {}
 
-
-def _leaf_keys(model: revisions.SchemaModel, name: str) -> frozenset | None:
-    """For a definition the walk can enter through :meth:`Walk.named` with no hook and no union
-    (a plain object schema, e.g. TextContent, ToolAnnotations): the keys :meth:`Walk.obj` has
-    nothing to do for (:func:`_skips`). An object holding only such keys is returned as it is,
-    without the walk's calls; None for every other definition."""
-    node = model.defs.get(name)
-    if not isinstance(node, dict) or name in TYPE_HOOKS or "$ref" in node or "anyOf" in node or "allOf" in node:
-        return None
-    props = node.get("properties")
-    if not isinstance(props, dict):
-        return None
-    return _skips(props, name)
-
-
-class _Quiet:
-    """When an object of one definition needs nothing from the walk or the definition's hooks:
-    its keys are among ``keys`` (:func:`_skips`, plus ``nested`` keys), each ``nested`` key holds
-    an object of a definition :func:`_leaf_keys` covers, and every hook's ``quiet`` predicate holds."""
-
-    __slots__ = ("keys", "nested", "quiets", "target")
-
-    def __init__(self, keys: frozenset, nested: tuple, quiets: tuple, target: dict):
-        self.keys, self.nested, self.quiets, self.target = keys, nested, quiets, target
-
-    def holds(self, walk: "Walk", value: dict) -> bool:
-        if not self.keys.issuperset(value):
-            return False
-        for key, leaf in self.nested:
-            v = value.get(key, _MISSING)
-            if v is not _MISSING and (v.__class__ is not dict or not leaf.issuperset(v)):
-                return False
-        for quiet in self.quiets:
-            if not quiet(walk, value, self.target):
-                return False
-        return True
-
-
-def _quiet_plan(model: revisions.SchemaModel, name: str) -> _Quiet | None:
-    """For a plain object definition whose hooks each say when they have nothing to do (a
-    ``quiet(walk, value, target)`` attribute, e.g. rules/tools.py's Tool hook) and whose other
-    properties are :func:`_skips` keys or ``{"$ref": ...}`` to a :func:`_leaf_keys` definition (e.g.
-    Tool.annotations -> ToolAnnotations, TextContent.annotations -> Annotations): the check that an
-    object needs nothing, so :meth:`Walk.named` returns it without the walk's calls. None otherwise."""
-    node = model.defs.get(name)
-    if not isinstance(node, dict) or "$ref" in node or "anyOf" in node or "allOf" in node:
-        return None
-    props = node.get("properties")
-    if not isinstance(props, dict):
-        return None
-    hooks = TYPE_HOOKS.get(name, ())
-    if not all(callable(h.quiet) for h in hooks):
-        return None
-    skip = _skips(props, name)
-    nested = []
-    for key, sub in props.items():
-        if key in skip or key == "_meta" or not isinstance(sub, dict) or "$ref" not in sub:
-            continue
-        leaf = _leaf_keys(model, model.ref_name(sub["$ref"]))
-        if leaf is not None:
-            nested.append((key, leaf))
-    if not nested and not hooks:
-        return None
-    return _Quiet(skip | {k for k, _ in nested}, tuple(nested), tuple(h.quiet for h in hooks), node)
-
-
-def _shortcut(model: revisions.SchemaModel, name: str) -> frozenset | _Quiet | None:
-    """How :meth:`Walk.named` tells that an object of definition ``name`` needs nothing: the
-    :func:`_leaf_keys` set (no hooks), else a :func:`_quiet_plan`, else None (walk it)."""
-    leaf = _leaf_keys(model, name)
-    return leaf if leaf is not None else _quiet_plan(model, name)
-
-
-def _leaf_members(walk: "Walk", items: dict) -> tuple[dict, dict | None, frozenset | _Quiet | None] | None:
-    """For array ``items`` that are a union discriminated by ``type`` (content blocks): (items,
-    {``type`` const: :func:`_leaf_keys` of that member}, None) for the members that have them, so
-    an element holding only such keys skips the walk; for items ``{"$ref": X}``: (items, None,
-    :func:`_shortcut` of X); None for other items. The union's named rules (:data:`UNION_PRE`)
-    and array members rule the shortcut out."""
-    model = walk.model
-    schema = items
-    if "$ref" in schema:
-        name = model.ref_name(schema["$ref"])
-        schema = model.defs.get(name) or {}
-        if "anyOf" not in schema:
-            short = _shortcut(model, name)
-            return (items, None, short) if short is not None else None
-    members = schema.get("anyOf")
-    if not isinstance(members, list) or "$ref" in schema or "allOf" in schema:
-        return None
-    info = _union_info(model, members)
-    if UNION_PRE.get(info.family) is not None or info.array_member is not None:
-        return None
-    _, disc = info.objects(model)
-    if disc is None or disc.table is None:
-        return None
-    table = {}
-    for const, (_, _, ref) in disc.table.items():
-        leaf = _leaf_keys(model, ref) if ref is not None else None
-        if leaf is not None:
-            table[const] = leaf
-    return (items, table, None) if table else None
-
-
-_SKIPS: dict[tuple[int, str], tuple[dict, frozenset]] = {}
-
-
-def _skips(props: dict, typ: str) -> frozenset:
-    """The keys of ``props`` :meth:`Walk.obj` has nothing to do for in definition ``typ``: open
-    fields (:data:`OPEN_FIELDS`) and, ``_meta`` aside, properties whose schema is ``{}`` or inert."""
-    hit = _SKIPS.get((id(props), typ))
-    if hit is not None and hit[0] is props:
-        return hit[1]
-    skip = frozenset(k for k, sub in props.items() if sub is not None and (
-        (typ, k) in OPEN_FIELDS or (k != "_meta" and isinstance(sub, dict) and (not sub or _inert(sub)))))
-    if len(_SKIPS) > 8192:
-        _SKIPS.clear()
-    _SKIPS[(id(props), typ)] = (props, skip)
-    return skip
-
-
-def _fit(model: revisions.SchemaModel, value: Any, schema: dict, depth: int) -> int:
-    """How well ``value`` fits object ``schema``: -1 when it cannot be that member (a required
-    property missing, a const or enum not met), else the number of its keys the schema names,
-    counted ``depth`` levels down. Picks members of unions without a ``type`` discriminator
-    (e.g. elicitation property schemas, schema/2025-11-25/schema.ts:2463)."""
-    if "$ref" in schema:
-        schema = model.resolve(schema["$ref"])[1]
-    if not isinstance(value, dict):
-        return 0
-    props = schema.get("properties") or {}
-    required = schema.get("required", ())
-    if any(r not in value for r in required):
-        return -1
-    score = 0
-    for k, v in value.items():
-        sub = props.get(k)
-        if sub is None or (v is None and k not in required):
-            continue  # null for an optional member means it is absent (the repair stage removes it: REPAIR-null-optional)
-        score += 1
-        if "$ref" in sub:
-            sub = model.resolve(sub["$ref"])[1]
-        if "const" in sub and v != sub["const"]:
-            return -1
-        if "enum" in sub and isinstance(v, (str, int)) and v not in sub["enum"]:
-            return -1
-        if depth > 0 and isinstance(v, dict) and "properties" in sub:
-            inner = _fit(model, v, sub, depth - 1)
-            if inner < 0:
-                return -1
-            score += inner
-    return score
-
-
-_MERGED: dict[tuple[int, int], tuple[dict, dict]] = {}
-
-
-def _merged(model: revisions.SchemaModel, schema: dict) -> dict:
-    """:func:`_merge`, once per schema node (the result is only read)."""
-    hit = _MERGED.get((id(model), id(schema)))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    out = _merge(model, schema)
-    if len(_MERGED) > 1024:
-        _MERGED.clear()
-    _MERGED[(id(model), id(schema))] = (schema, out)
-    return out
-
-
-def _merge(model: revisions.SchemaModel, schema: dict) -> dict:
-    """allOf of object schemas as one object schema (used by a few 2025-11-25+ definitions)."""
-    props: dict = {}
-    required: list = []
-    extra = None
-    for part in schema["allOf"]:
-        if "$ref" in part:
-            _, part = model.resolve(part["$ref"])
-        props.update(part.get("properties") or {})
-        required += part.get("required", [])
-        if "additionalProperties" in part:
-            extra = part["additionalProperties"]
-    out = {"type": "object", "properties": props, "required": required}
-    if extra is not None:
-        out["additionalProperties"] = extra
-    return out
-
-
-def _params_schema(model: revisions.SchemaModel, name: str, base: str) -> dict | None:
-    """The params schema of request/notification ``name``, with the base type's ``_meta``.
-
-    Every revision's ``Request``/``Notification`` base declares ``params._meta`` (progressToken
-    etc., schema/2024-11-05/schema.ts:21), but definitions that redeclare ``params`` (e.g.
-    CallToolRequest in schema/2024-11-05/schema.json) lose it in the generated JSON Schema, while
-    the prose keeps it (progress tokens ride in request ``_meta``). The base's ``_meta`` is used.
-    """
-    pschema = (model.defs[name].get("properties") or {}).get("params")
-    if not pschema or "$ref" in pschema or "properties" not in pschema or "_meta" in pschema["properties"]:
-        return pschema
-    base_meta = ((((model.defs.get(base) or {}).get("properties") or {}).get("params") or {}).get("properties") or {}).get("_meta")
-    if base_meta is None:
-        return pschema
-    return _with_meta(id(pschema), pschema, base_meta)
-
-
-_META_CACHE: dict[int, dict] = {}
-
-
-def _with_meta(key: int, pschema: dict, meta: dict) -> dict:
-    out = _META_CACHE.get(key)
-    if out is None:
-        out = dict(pschema)
-        out["properties"] = {**pschema["properties"], "_meta": meta}
-        _META_CACHE[key] = out
-    return out
-
-
-def union_family(names: list[str | None]) -> str:
-    """Which named rules apply to a union, from its members' definition names."""
-    s = set(n for n in names if n)
-    if "TextContent" in s:
-        return "content"
-    if "StringSchema" in s or "NumberSchema" in s:
-        return "elicitation-property"
-    return "other"
-
-
-# The rule tables (rules/api.py, registered in rules/__init__.py): read by the walk.
-OPEN_FIELDS = REGISTRY.open_fields
-TYPE_HOOKS = REGISTRY.type_hooks
-UNION_PRE = REGISTRY.union_pre
-UNION_MISS = REGISTRY.union_miss
-UNION_TAKEN = REGISTRY.union_taken
-MESSAGE_HOOKS = REGISTRY.message_hooks
-AFTER_HOOKS = REGISTRY.after_hooks
 
 
 def split_path(method: str | None, to_rev: str) -> tuple[str, str] | None:
@@ -764,7 +448,7 @@ def downgrade(message: dict, kind: Kind, method: str | None, from_rev: str, to_r
             if name is None:
                 return Outcome(None, walk.changes)  # message hooks decide what an undefined method becomes
             params = message.get("params")
-            pschema = _params_schema(model, name, "Request" if kind == "request" else "Notification")
+            pschema = shapes.params_schema(model, name, "Request" if kind == "request" else "Notification")
             if isinstance(params, dict) and pschema:
                 for hook in TYPE_HOOKS.get(name + ".params", ()):
                     params = hook.fn(walk, params, "/params", pschema)
@@ -800,7 +484,7 @@ def downgrade_params(params: dict, method: str, from_rev: str, to_rev: str, dire
     walk = Walk(from_rev, to_rev, direction, policy, options)
     walk.kind = "request"
     name = walk.model.requests.get(method)
-    pschema = _params_schema(walk.model, name, "Request") if name else None
+    pschema = shapes.params_schema(walk.model, name, "Request") if name else None
     if not pschema or not isinstance(params, dict):
         return params, []
     try:
@@ -812,5 +496,3 @@ def downgrade_params(params: dict, method: str, from_rev: str, to_rev: str, dire
         raise
     return out, walk.changes
 
-
-from . import walkers  # noqa: E402  (the compiled walkers read this module's tables and helpers)

@@ -272,43 +272,8 @@ class Sender:
         return Reply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, body, flow, why)
 
     def _whole(self, resp: http.Response) -> tuple[bytes, str | None]:
-        """A whole response body, decoded, but never past :attr:`max_body` decoded bytes, and the reason
-        it was not decoded (:attr:`Reply.undecoded`; None when it was, or has no Content-Encoding). A body
-        that decodes past the limit (a decompression bomb, say) is given as received. gzip, deflate
-        (``deflateraw``), br, zstd are decoded strictly; one that does not decode so is read as
-        mitmproxy's lenient decoder would (strict=False: gzip or zlib auto-detected, a truncated stream
-        taken for whole; deflate zlib-wrapped, else raw; br and zstd as received), bounded the same. Any
-        other encoding is given as received: mitmproxy would hand it to Python's codecs (``bz2``,
-        ``zlib``), which inflate without a bound."""
-        import zlib
-
-        from .framing.encoding import WHOLE, DecodesTooLarge, decode_whole
-        raw = resp.raw_content or b""
-        ce = resp.headers.get("content-encoding", "").strip().lower()
-        ce = "deflate" if ce == "deflateraw" else ce
-        if not raw or ce in ("", "identity", "none"):
-            return raw, None
-        if ce not in WHOLE:
-            return raw, f"content-encoding: body does not decode (unsupported content-encoding {ce!r}); forwarded untouched"
-        cap = self.max_body
-        too_large = f"content-encoding: body decodes to more than mcpx_max_body ({cap} bytes); forwarded untouched"
-        try:
-            return decode_whole(raw, ce, cap), None
-        except DecodesTooLarge:
-            logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
-            return raw, too_large
-        except Exception as e:
-            error = f"content-encoding: body does not decode ({type(e).__name__}: {e}); forwarded untouched"
-        for wbits in ((47,) if ce == "gzip" else (zlib.MAX_WBITS, -zlib.MAX_WBITS) if ce == "deflate" else ()):
-            try:
-                out = zlib.decompressobj(wbits).decompress(raw, 0 if cap is None else cap + 1)
-            except zlib.error:
-                continue
-            if cap is not None and len(out) > cap:
-                logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
-                return raw, too_large
-            return out, None
-        return raw, error
+        """:func:`whole_body`, bounded by :attr:`max_body`."""
+        return whole_body(resp, self.max_body)
 
     def abort(self, flow_id: str) -> None:
         """End a request mcpx sent that still runs (e.g. a stream nobody reads any more)."""
@@ -409,6 +374,45 @@ class Sender:
             note = f"mcpx: response body not kept ({own.raw_size} bytes streamed; mcpx_keep_original is {self.keep})"
             flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
         own.raw.clear()
+
+
+def whole_body(resp: http.Response, cap: int | None) -> tuple[bytes, str | None]:
+    """A whole response body, decoded, but never past ``cap`` decoded bytes (:attr:`Sender.max_body`), and the reason
+    it was not decoded (:attr:`Reply.undecoded`; None when it was, or has no Content-Encoding). A body
+    that decodes past the limit (a decompression bomb, say) is given as received. gzip, deflate
+    (``deflateraw``), br, zstd are decoded strictly; one that does not decode so is read as
+    mitmproxy's lenient decoder would (strict=False: gzip or zlib auto-detected, a truncated stream
+    taken for whole; deflate zlib-wrapped, else raw; br and zstd as received), bounded the same. Any
+    other encoding is given as received: mitmproxy would hand it to Python's codecs (``bz2``,
+    ``zlib``), which inflate without a bound."""
+    import zlib
+
+    from .framing.encoding import WHOLE, DecodesTooLarge, decode_whole
+    raw = resp.raw_content or b""
+    ce = resp.headers.get("content-encoding", "").strip().lower()
+    ce = "deflate" if ce == "deflateraw" else ce
+    if not raw or ce in ("", "identity", "none"):
+        return raw, None
+    if ce not in WHOLE:
+        return raw, f"content-encoding: body does not decode (unsupported content-encoding {ce!r}); forwarded untouched"
+    too_large = f"content-encoding: body decodes to more than mcpx_max_body ({cap} bytes); forwarded untouched"
+    try:
+        return decode_whole(raw, ce, cap), None
+    except DecodesTooLarge:
+        logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
+        return raw, too_large
+    except Exception as e:
+        error = f"content-encoding: body does not decode ({type(e).__name__}: {e}); forwarded untouched"
+    for wbits in ((47,) if ce == "gzip" else (zlib.MAX_WBITS, -zlib.MAX_WBITS) if ce == "deflate" else ()):
+        try:
+            out = zlib.decompressobj(wbits).decompress(raw, 0 if cap is None else cap + 1)
+        except zlib.error:
+            continue
+        if cap is not None and len(out) > cap:
+            logger.info(f"mcpx: own request's answer decodes to more than mcpx_max_body ({cap} bytes): not decoded")
+            return raw, too_large
+        return out, None
+    return raw, error
 
 
 def _running_loop() -> bool:

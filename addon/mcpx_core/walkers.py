@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import downgrade as dg
-from . import revisions
+from . import revisions, shapes
 from .rules.api import DROP, escape
 
 if TYPE_CHECKING:
@@ -78,11 +77,11 @@ class Plans:
     # -- builders -------------------------------------------------------------------------
     def _build_named(self, name: str) -> Fn:
         model = self.model
-        short = dg._shortcut(model, name)
+        short = shapes.shortcut(model, name)
         node = model.defs.get(name)
         if node is None:
             return _identity
-        hooks = tuple(dg.TYPE_HOOKS.get(name) or ())
+        hooks = tuple(shapes.TYPE_HOOKS.get(name) or ())
         body = self.node(node, name)
         quiet = short.issuperset if short.__class__ is frozenset else None
         holds = short.holds if short is not None and quiet is None else None
@@ -91,7 +90,7 @@ class Plans:
 
         def named(walk: Walk, value: Any, ptr: str) -> Any:
             if value.__class__ is dict and (quiet is not None and quiet(value) or holds is not None and holds(walk, value)):
-                return value  # nothing for the walk nor the definition's hooks (downgrade._shortcut)
+                return value  # nothing for the walk nor the definition's hooks (shapes.shortcut)
             if hooks and isinstance(value, dict):
                 for hook in hooks:
                     value = hook.fn(walk, value, ptr, node)
@@ -111,7 +110,7 @@ class Plans:
         if "anyOf" in schema:
             return self._build_union(schema["anyOf"], typ)
         if "allOf" in schema:
-            return self.node(dg._merged(model, schema), typ)
+            return self.node(shapes.merged(model, schema), typ)
         props = schema.get("properties")
         obj = None if props is None and schema.get("type") != "object" else self._build_obj(schema, props or {}, typ)
         items = schema.get("items")
@@ -131,7 +130,7 @@ class Plans:
         return node
 
     def _build_obj(self, schema: dict, props: dict, typ: str) -> Fn:
-        skip = dg._skips(props, typ)
+        skip = shapes.skips(props, typ)
         superset = skip.issuperset
         extra = schema.get("additionalProperties")
         subs: dict[str, tuple[Fn, str]] = {}
@@ -161,7 +160,7 @@ class Plans:
                 return value  # the loop below would `continue` for every key
             for key in list(value):
                 if key in skip:
-                    continue  # open, {} or inert: nothing to do (see downgrade._skips)
+                    continue  # open, {} or inert: nothing to do (see shapes.skips)
                 hit = subs.get(key)
                 if hit is not None:
                     v = value[key]
@@ -190,12 +189,12 @@ class Plans:
                         walk.log(kptr, "drop", rule, value[key], detached=True)
                         del value[key]
                     else:
-                        walk.log(kptr, "keep", rule, value[key], detail=dg.KEPT_LENIENT)
+                        walk.log(kptr, "keep", rule, value[key], detail=shapes.KEPT_LENIENT)
                 elif mode == "open":
                     # open object: tolerated; a delta record naming exactly this field is logged as kept
                     rule = walk.rules.for_field_exact(typ, key, walk.to_rev, walk.direction)
                     if rule is not None:
-                        walk.log(kptr, "keep", rule, value[key], detail=dg.KEPT_OPEN)
+                        walk.log(kptr, "keep", rule, value[key], detail=shapes.KEPT_OPEN)
                 elif mode == "walk":
                     new = extra_fn(walk, value[key], kptr)  # type: ignore[misc]
                     if new is DROP:
@@ -211,8 +210,8 @@ class Plans:
         cache: dict[str, Any] = {}
 
         def leaf(walk: Walk) -> tuple[dict | None, Any]:
-            # downgrade._leaf_members needs a walk (its model); computed on the first array walked
-            fast = dg._leaf_members(walk, items)
+            # shapes.leaf_members needs a walk (its model); computed on the first array walked
+            fast = shapes.leaf_members(walk, items)
             cache["fast"] = out = (fast[1], fast[2]) if fast is not None else (None, None)
             return out
 
@@ -247,10 +246,10 @@ class Plans:
 
     def _build_union(self, members: list[dict], typ: str) -> Fn:
         model = self.model
-        info = dg._union_info(model, members)
+        info = shapes.union_info(model, members)
         names, family = info.names, info.family
-        pre = dg.UNION_PRE.get(family)
-        miss = dg.UNION_MISS.get(family)
+        pre = shapes.UNION_PRE.get(family)
+        miss = shapes.UNION_MISS.get(family)
         array_fn = self.node(info.array_member, typ) if info.array_member is not None else None
         objs, by_const = info.objects(model)
         table: dict | None = None
@@ -298,7 +297,7 @@ class Plans:
                     return DROP
                 return union(walk, new, ptr)
             # a member whose required keys are missing, or whose "type" const/enum the value's "type"
-            # fails, fits with -1 (downgrade._fit) and cannot win: only the others are tried
+            # fails, fits with -1 (shapes.fit) and cannot win: only the others are tried
             keys = value.keys()
             disc = value.get("type", _NONE)
             left = [pick for pick in picks if pick.required <= keys and (disc is _NONE or not pick.rules_out(disc)
@@ -307,7 +306,7 @@ class Plans:
                 return left[0].fn(walk, value, ptr)  # the only one that can fit, and it fits (score >= 0)
             best, best_score = None, -1
             for pick in left:
-                score = dg._fit(model, value, pick.schema, 3)
+                score = shapes.fit(model, value, pick.schema, 3)
                 if score > best_score:
                     best, best_score = pick.fn, score
             if best is None:
@@ -322,7 +321,7 @@ _NONE = object()
 
 class _Pick:
     """A member of a union without a ``type`` discriminator (elicitation property schemas,
-    resource contents): what :func:`downgrade._fit` would reject it for, checked first."""
+    resource contents): what :func:`shapes.fit` would reject it for, checked first."""
 
     __slots__ = ("schema", "fn", "required", "const", "enum", "sure")
 

@@ -1,7 +1,7 @@
 """The walk's shortcuts (issue 7) change no output and no record.
 
-:func:`downgrade._leaf_keys` lets :meth:`Walk.named` return an object whose keys need no work, and
-:func:`downgrade._leaf_members` lets :meth:`Walk.array` skip such union members (content blocks).
+:func:`shapes.leaf_keys` lets :meth:`Walk.named` return an object whose keys need no work, and
+:func:`shapes.leaf_members` lets :meth:`Walk.array` skip such union members (content blocks).
 Here every message type of every revision is drawn from its schema.json (plus the 2026-07-28
 examples and recorded flows' messages) and downgraded to every revision twice: with the shortcuts
 and with them switched off. The delivered message, the reply and every change record must be equal.
@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from mcpx_core import downgrade as dg
-from mcpx_core import revisions
+from mcpx_core import revisions, shapes
 from mcpx_core.downgrade import classify, downgrade
 from examples_lib import example_messages
 from property_lib import PAIRS, applicable, drawn_differences, message_types
@@ -31,9 +31,9 @@ def _both(monkeypatch, t, msg, to, policy="strict"):
 
     fast = run()
     with monkeypatch.context() as m:
-        m.setattr(dg, "_leaf_keys", lambda model, name: None)
-        m.setattr(dg, "_leaf_members", lambda walk, items: None)
-        m.setattr(dg, "_quiet_plan", lambda model, name: None)
+        m.setattr(shapes, "leaf_keys", lambda model, name: None)
+        m.setattr(shapes, "leaf_members", lambda walk, items: None)
+        m.setattr(shapes, "quiet_plan", lambda model, name: None)
         m.setattr(dg, "_LEAF", {})
         m.setattr(dg, "COMPILED", False)  # the compiled walkers hold their shortcuts: the generic walk without them
         slow = run()
