@@ -21,12 +21,11 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from http.server import BaseHTTPRequestHandler
 
 import orjson
 import pytest
 
-from proxy_lib import ACCEPT, Client, LoopbackServer, Proxy, initialize_msg, messages_of, sse_events
+from proxy_lib import ACCEPT, Client, LoopbackServer, Proxy, ScriptedMcpHandler, initialize_msg, messages_of, sse_events
 
 PV, CAPS, INFO = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities",
                   "io.modelcontextprotocol/clientInfo")
@@ -34,14 +33,10 @@ ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "v?
     "type": "object", "properties": {"v": {"type": "string"}}, "required": ["v"]}}}
 
 
-class Recording(BaseHTTPRequestHandler):
+class Recording(ScriptedMcpHandler):
     """Records every request: ``seen`` holds (method, path, {header: value}, parsed body or None)."""
 
-    protocol_version = "HTTP/1.1"
     seen: list = []
-
-    def log_message(self, *a):
-        pass
 
     def _record(self) -> dict | None:
         n = int(self.headers.get("content-length") or 0)
@@ -50,15 +45,8 @@ class Recording(BaseHTTPRequestHandler):
         self.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         return body
 
-    def send_json(self, status: int, obj, headers: dict | None = None) -> None:
-        out = orjson.dumps(obj)
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_header("content-length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+    def reply(self, status: int, obj, headers: dict | None = None) -> None:
+        self.send_json(orjson.dumps(obj), headers, status)
 
     def send_empty(self, status: int) -> None:
         self.send_response(status)
@@ -85,20 +73,20 @@ class Only2026(Recording):
         method, rid = body.get("method"), body.get("id")
         params = body.get("params") or {}
         if method == "server/discover":
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
                 "resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "only-2026", "version": "1"}}}})
         elif method == "tools/call" and "inputResponses" not in params:
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "resultType": "input_required", "inputRequests": {"ask": ASK}, "requestState": "round-1"}})
         elif method == "tools/call":
             got = params["inputResponses"]["ask"]["content"]["v"]
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "content": [{"type": "text", "text": f"got {got}"}], "resultType": "complete"}})
         elif rid is None:
             self.send_empty(202)
         else:
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete"}})
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete"}})
 
 
 class Legacy(Recording):
@@ -115,16 +103,16 @@ class Legacy(Recording):
         if method == "initialize":
             sid = f"legacy-{len(self.opened) + 1}"
             self.opened[sid] = self.headers.get("authorization")
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "legacy", "version": "1"}}},
                 {"mcp-session-id": sid})
         elif rid is None or "method" not in body:
             self.send_empty(202)
         elif method == "server/discover":
-            self.send_json(400, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}})
+            self.reply(400, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}})
         else:
             sid = self.headers.get("mcp-session-id")
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "content": [{"type": "text", "text": f"session {sid} opened by {self.opened.get(sid)}"}]}})
 
 
@@ -346,13 +334,13 @@ class Stateless(Recording):
         body = self._record()
         method, rid = body.get("method"), body.get("id")
         if method == "initialize":
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": body["params"]["protocolVersion"], "capabilities": {"tools": {}},
                 "serverInfo": {"name": "stateless", "version": "1"}}})
         elif rid is None:
             self.send_empty(202)
         else:
-            self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {"content": [self.LINK]}})
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {"content": [self.LINK]}})
 
 
 def test_the_guess_serves_a_client_that_echoes_no_id_and_no_stranger_reaches_a_sealed_session(tmp_path):
@@ -450,7 +438,7 @@ def test_a_foreign_origin_initialize_is_refused_even_with_a_cached_discover(tmp_
         def do_POST(self):
             if self.headers.get("origin", "").startswith("http://evil"):
                 self._record()
-                self.send_json(403, {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Forbidden origin"}})
+                self.reply(403, {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Forbidden origin"}})
                 return
             Only2026.do_POST(self)
     srv = LoopbackServer(Cached)
