@@ -70,13 +70,13 @@ def describe(msg: Any) -> str | None:
 
 def carried(messages: list, batch: bool) -> str:
     """The messages of a client's POST body, for the comment."""
-    names = [d for d in map(describe, messages) if d]
-    if not names:
-        return ""
     if not batch:
-        return names[0]
-    shown = ", ".join(names[:BATCH_SHOWN]) + (", …" if len(names) > BATCH_SHOWN else "")
-    return f"batch of {len(names)}: {shown}"
+        return (describe(messages[0]) or "") if messages else ""
+    n = sum(1 for m in messages if classify(m))  # (only the members shown are described: a batch may be long)
+    if not n:
+        return ""
+    names = [d for d in map(describe, messages[:BATCH_SHOWN * 2]) if d][:BATCH_SHOWN]
+    return f"batch of {n}: " + ", ".join(names) + (", …" if n > BATCH_SHOWN else "")
 
 
 def streamed(entries: list[dict]) -> str:

@@ -43,11 +43,6 @@ _BRIDGE_MANAGED = frozenset({"mcp-session-id", "mcp-protocol-version", "mcp-meth
                              "content-type", "accept", "host", "x-mcpx-stream"})
 
 
-def meta_revisions(meta: dict) -> tuple[str | None, str | None]:
-    """(the client's revision, the server's) as a flow's ``metadata["mcpx"]`` stores them."""
-    return meta.get("client_revision"), meta.get("server_revision")
-
-
 class FlowUpstream:
     """:class:`mcpx_core.bridge.Upstream` for one flow: mcpx's own requests to that flow's server,
     on the client's behalf (its credentials, same origin), through :class:`upstream.Sender`.
@@ -238,7 +233,7 @@ class State:
         what = exch.carries or (flowlist.streamed(exch.messages) if method == "GET" else method if method != "POST" else "")
         did = "; ".join(([f"answered by mcpx ({exch.answered_by})"] if exch.answered_by else []) +
                         ([exch.relayed] if exch.relayed else []) + ([flow_summary(exch.changes)] if exch.changes else []))
-        flow.comment = flowlist.comment(what, flowlist.revisions_of(*meta_revisions(meta)), did)
+        flow.comment = flowlist.comment(what, flowlist.revisions_of(meta["client_revision"], meta["server_revision"]), did)
         answered = bool(exch.answered or exch.answered_by)
         flow.marked = flowlist.mark({c.action for c in exch.changes}, answered,
                                     flow.response is not None and flow.response.status_code >= 400,
