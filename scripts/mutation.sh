@@ -11,7 +11,7 @@
 #   scripts/mutation.sh --survivors           the mutants of the last run no test killed, one per line
 #   scripts/mutation.sh --show NAME           the diff of one mutant
 #
-# MODULE is a path under addon/mcpx_core; the default is framing/ session.py rewrite.py
+# MODULE is a path under addon/mcpx_core; the default is framing/ session.py rewrite/
 # downgrade.py rules/. Needs .venv with requirements-mutation.txt. Runs under `nice -n 19` with
 # one worker (MCPX_MUTATION_WORKERS). Results stay in build/mutation (MCPX_MUTATION_DIR); a run
 # without --fresh keeps the verdicts of mutants already run.
@@ -33,7 +33,7 @@ PY="${MCPX_PYTHON:-$ROOT/.venv/bin/python}"
 STAGE="${MCPX_MUTATION_DIR:-$ROOT/build/mutation}"
 WORKERS="${MCPX_MUTATION_WORKERS:-1}"
 SEED="${MCPX_MUTATION_SEED:-19}"
-DEFAULT_MODULES=(framing/ session.py rewrite.py downgrade.py rules/)
+DEFAULT_MODULES=(framing/ session.py rewrite/ downgrade.py rules/)
 die() { echo "mutation.sh: $*" >&2; exit 1; }
 
 "$PY" -c 'import mutmut' 2>/dev/null \

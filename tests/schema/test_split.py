@@ -37,7 +37,7 @@ def rewrite_body(monkeypatch, body: bytes, method: str, frm: str, to: str, split
     seen = []
     real = json_body.split_array
     monkeypatch.setattr(json_body, "split_array", lambda *a: seen.append(real(*a)) or seen[-1])
-    monkeypatch.setattr(rewrite, "SPLIT_MIN", 0 if split else 1 << 40)
+    monkeypatch.setattr(rewrite.body, "SPLIT_MIN", 0 if split else 1 << 40)
     if sse:
         raw = b"event: message\ndata: " + body.replace(b"\n", b"\ndata: ") + b"\n\n"  # a line break: another data line
         got = SSERewriter(rw, exch).whole(raw)
@@ -150,7 +150,7 @@ def test_big_integer_in_an_element(monkeypatch):
     s.server_rev, s.client_rev = "2025-06-18", "2025-03-26"
     exch = Exchange(flow_id="f", session=s, is_mcp=True, single_request_id=7)
     exch.request_ids[7] = "tools/list"
-    monkeypatch.setattr(rewrite, "SPLIT_MIN", 0)
+    monkeypatch.setattr(rewrite.body, "SPLIT_MIN", 0)
     new = Rewriter(store).response_json(exch, body)
     assert new == (b'{"jsonrpc":"2.0","id":7,"result":{"tools":[' + big + b","
                    + orjson.dumps({**TOOL, "annotations": {"title": "T"}}) + b"]}}")

@@ -32,13 +32,13 @@ def _body(size: int) -> bytes:
 def seen(monkeypatch):
     """gc.isenabled() as each message's downgrade sees it."""
     out: list[bool] = []
-    real = rewrite.downgrade
+    real = rewrite.message.downgrade
 
     def spy(*a, **k):
         out.append(gc.isenabled())
         return real(*a, **k)
 
-    monkeypatch.setattr(rewrite, "downgrade", spy)
+    monkeypatch.setattr(rewrite.message, "downgrade", spy)
     assert gc.isenabled()
     return out
 

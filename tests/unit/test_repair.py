@@ -249,7 +249,7 @@ def test_defaults_below_the_top():
 
 # -- split large lists: the result level only ---------------------------------------------------------
 def test_split_list_repairs_the_skeleton_only(monkeypatch):
-    monkeypatch.setattr(rewrite, "SPLIT_MIN", 0)
+    monkeypatch.setattr(rewrite.body, "SPLIT_MIN", 0)
     body = (b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[{"name":"a","inputSchema":{"type":"object"}},'
             b'{"name":"b","inputSchema":{"type":"object"},"annotations":null}]}}')
     out, exch = s2c(E, E, "tools/list", body)
