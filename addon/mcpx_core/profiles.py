@@ -14,6 +14,11 @@ range, the declared ``protocolVersion``, the top-level capability keys, request 
   half must carry what the structured half has) or ``structured-visible`` (the structured half must
   carry what the text has; a declared outputSchema is never broken).
 
+- ``oauth_issuer_check``: the client rejects OAuth authorization server metadata whose ``issuer``
+  is not the URL it fetched it from (RFC 8414 §3.3); mcpx then serves it no authorization
+  server's metadata at the MCP origin (:mod:`mcpx_core.auth`). Default false: no 2025-03-26-era
+  SDK measured checks it (docs/authorization.md).
+
 Every action of a profile is a change record with ``profile`` set to the profile's name.
 
 File format (TOML, read with :mod:`tomllib`, validated with pydantic; the shipped set is
@@ -209,6 +214,7 @@ class Profile(BaseModel):
     content: list[ContentRule] = Field(default_factory=list)
     dual_result: DualResult = "keep"
     structured_key: str = Field("content_text", min_length=1)
+    oauth_issuer_check: bool = Field(False, description="rejects RFC 8414 metadata whose issuer is not the URL it fetched")
 
     def matches(self, client_info: Any, declared: Any, capabilities: Any, header: Callable[[str], str | None]) -> bool:
         """Whether an initialize request with these values matches (``header(name)``: the value of

@@ -158,7 +158,7 @@ class Settings(BaseModel):
 
     Units: ``max_body`` and ``keep_original`` in bytes, ``session_ttl`` in seconds (float),
     ``max_sessions`` a count, ``pin`` {clientInfo.name: revision}, ``session_keys`` key file paths.
-    ``record_lines``, ``bridge``, ``repair`` and ``audit`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
+    ``record_lines``, ``bridge``, ``repair``, ``audit`` and ``auth`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
     ``--set`` text is checked by the addon before mitmproxy converts it).
     Defaults are written as typed; the model validates them (``validate_default``)."""
 
@@ -232,6 +232,11 @@ class Settings(BaseModel):
     pin: Pins = _opt(
         (), "list", "old-client=2025-03-26",
         "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
+    auth: bool = _opt(
+        True, "bool", "false",
+        "Bridge OAuth discovery between revisions at the MCP origin: serve a 2025-03-26 client the metadata of the "
+        "authorization server a server's protected resource metadata names, and synthesize protected resource "
+        "metadata for a server that publishes only its own (a record each). Off: discovery passes through untouched.")
 
     @field_validator("max_body")
     @classmethod

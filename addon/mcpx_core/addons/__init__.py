@@ -1,5 +1,5 @@
 """mcpx as small mitmproxy addons sharing one :class:`~.state.State` (as ``default_addons()``
-composes mitmproxy): options, client requests, server responses, commands, session expiry,
+composes mitmproxy): options, client requests, authorization discovery (OAuth across revisions), server responses, commands, session expiry,
 the framing of streamed request bodies for HTTP/1.1 servers.
 
 :class:`MCPX` holds them as sub-addons (mitmproxy registers an addon's ``addons`` attribute too),
@@ -8,6 +8,7 @@ so ``addon/mcpx.py`` loads one object and ``ctx.master.addons.get("mcpx").state`
 
 from __future__ import annotations
 
+from .authorization import Authorization
 from .commands import Commands
 from .expiry import Expiry
 from .options import Options
@@ -18,7 +19,7 @@ from .state import State
 
 def default_addons(state: State) -> list:
     """The addons of one mcpx, sharing ``state``."""
-    return [Options(state), ClientRequests(state), ServerResponses(state), Commands(state), Expiry(state), state.framing]
+    return [Options(state), ClientRequests(state), Authorization(state), ServerResponses(state), Commands(state), Expiry(state), state.framing]
 
 
 class MCPX:
@@ -31,4 +32,4 @@ class MCPX:
         self.addons = default_addons(self.state)
 
 
-__all__ = ["MCPX", "default_addons", "State", "Options", "ClientRequests", "ServerResponses", "Commands", "Expiry"]
+__all__ = ["MCPX", "default_addons", "State", "Options", "ClientRequests", "ServerResponses", "Commands", "Expiry", "Authorization"]

@@ -18,6 +18,7 @@ from .. import profiles, revisions, upstream
 from .. import flowlist
 from ..identity import credentials_key
 from ..terminal import install as install_escapes, printable
+from ..auth import Discovery
 from ..bridge.client2026 import Client2026Bridge
 from ..bridge.legacy_client import LegacyClientBridge
 from ..bridge.resume import Resumer
@@ -115,6 +116,8 @@ class State:
         self.rewriter.on_priming = self.resume.learn
         #: frames a streamed request body of unknown length for an HTTP/1.1 server (an addon too)
         self.framing = UpstreamFraming()
+        #: OAuth discovery across revisions (mcpx_core/auth), its documents cached per URL
+        self.auth = Discovery()
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
