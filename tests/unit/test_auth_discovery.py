@@ -1,0 +1,209 @@
+"""The authorization stage (addon/mcpx_core/auth) on plain values: exact answers, records and fetches.
+
+A scripted ``fetch`` (a dict of URL -> answer) stands for the origin and the authorization
+server; it records every URL mcpx asks for, so the cache and the order of discovery are asserted.
+Sources: 2025-03-26 ``basic/authorization`` §2.3.2-2.3.3 (origin metadata, default endpoints),
+2025-06-18 ``basic/authorization`` "Authorization Server Discovery", RFC 8414 §3.1, RFC 9728 §3.1 and
+§5.1, RFC 9111 §5.2.2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+
+from mcpx_core.auth import Challenge, Discovery, FetchError, Fetched, Keep, Redirect, Seen, Serve
+from mcpx_core.auth import wellknown as wk
+
+MCP = "http://127.0.0.1:9000"  # the MCP server's origin
+AS = "http://127.0.0.1:9100"  # the authorization server its PRM names
+MCPX = "http://127.0.0.1:8080"  # the origin the client used (reverse mode)
+AS_DOC = {"issuer": f"{AS}/", "authorization_endpoint": f"{AS}/authorize", "token_endpoint": f"{AS}/token",
+          "registration_endpoint": f"{AS}/register", "response_types_supported": ["code"]}
+PRM_DOC = {"resource": f"{MCPX}/", "authorization_servers": [f"{AS}/"]}
+OWN_DOC = {"issuer": f"{MCP}/", "authorization_endpoint": f"{MCP}/authorize", "token_endpoint": f"{MCP}/token"}
+
+
+class Origin:
+    """A scripted fetch: ``docs`` URL -> (status, headers, document); anything else 404."""
+
+    def __init__(self, docs: dict[str, tuple[int, dict, object]]):
+        self.docs, self.asked = docs, []
+
+    async def __call__(self, url: str) -> Fetched:
+        self.asked.append(url)
+        status, headers, doc = self.docs.get(url, (404, {}, {"detail": "Not Found"}))
+        if status == 0:
+            raise FetchError("connection refused")
+        return Fetched(status, headers, orjson.dumps(doc))
+
+
+def seen(method: str, path: str, status: int, challenge: str | None = None, client: str = "127.0.0.1") -> Seen:
+    return Seen(method=method, path=path, status=status, server_origin=f"{MCP}", client_origin=MCPX,
+                challenge=challenge, client=client)
+
+
+def ask(d: Discovery, s: Seen, fetch) -> object:
+    return asyncio.run(d.answer(s, fetch))
+
+
+NEW_SERVER = {f"{MCP}/.well-known/oauth-protected-resource": (200, {}, PRM_DOC),
+              f"{AS}/.well-known/oauth-authorization-server": (200, {"cache-control": "max-age=600"}, AS_DOC)}
+OLD_SERVER = {f"{MCP}/.well-known/oauth-authorization-server": (200, {}, OWN_DOC)}
+
+
+def test_old_client_gets_the_prm_authorization_servers_metadata_at_the_origin():
+    d, origin = Discovery(), Origin(NEW_SERVER)
+    out = ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), origin)
+    assert isinstance(out, Serve) and out.status == 200
+    assert orjson.loads(out.body) == AS_DOC  # as published: issuer unchanged
+    assert dict(out.headers) == {"content-type": "application/json", "cache-control": "no-store"}
+    assert origin.asked == [f"{MCP}/.well-known/oauth-protected-resource", f"{AS}/.well-known/oauth-authorization-server"]
+    [c] = out.changes
+    assert (c.pointer, c.action, c.rule, c.before) == ("", "synthesize", "AUTH-origin-metadata", "HTTP 404")
+    assert c.after == ('{issuer: "http://127.0.0.1:9100/", authorization_endpoint: "http://127.0.0.1:9100/authorize", '
+                       'token_endpoint: "http://127.0.0.1:9100/token", registration_endpoint: "http://127.0.0.1:9100/register", '
+                       'response_types_supported: ["code"]}')
+    assert c.detail == ("the origin publishes no RFC 8414 metadata; its protected resource metadata "
+                        "(http://127.0.0.1:9000/.well-known/oauth-protected-resource) names the authorization server "
+                        "http://127.0.0.1:9100/: its metadata (http://127.0.0.1:9100/.well-known/oauth-authorization-server) "
+                        "served as published, issuer unchanged")
+
+
+def test_documents_are_cached_for_their_lifetime_and_fetched_again_after():
+    now = [1000.0]
+    d, origin = Discovery(clock=lambda: now[0]), Origin(NEW_SERVER)
+    ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), origin)
+    ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404, client="10.0.0.2"), origin)
+    assert len(origin.asked) == 2  # the second client: from the cache (no credentials were ever sent)
+    now[0] += 301  # the PRM had no caching headers: 300 s; the AS metadata max-age=600
+    ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), origin)
+    assert origin.asked[2:] == [f"{MCP}/.well-known/oauth-protected-resource"]
+    now[0] += 299.5  # 1600.5: the PRM (fetched again at 1301) still fresh, the AS metadata (until 1600) not
+    ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), origin)
+    assert origin.asked[3:] == [f"{AS}/.well-known/oauth-authorization-server"]
+
+
+def test_no_store_and_failed_fetches_are_not_kept():
+    docs = dict(NEW_SERVER)
+    docs[f"{AS}/.well-known/oauth-authorization-server"] = (200, {"cache-control": "no-store"}, AS_DOC)
+    d, origin = Discovery(), Origin(docs)
+    for _ in range(2):
+        assert isinstance(ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), origin), Serve)
+    assert origin.asked.count(f"{AS}/.well-known/oauth-authorization-server") == 2
+    d, down = Discovery(), Origin({f"{MCP}/.well-known/oauth-protected-resource": (0, {}, None)})
+    for _ in range(2):
+        assert ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), down) == Keep()
+    assert down.asked == [f"{MCP}/.well-known/oauth-protected-resource"] * 2
+
+
+def test_the_prm_a_401_named_is_the_one_read():
+    docs = {f"{MCP}/.well-known/oauth-protected-resource/mcp": (200, {}, PRM_DOC),
+            f"{AS}/.well-known/oauth-authorization-server": (200, {}, AS_DOC)}
+    d, origin = Discovery(), Origin(docs)
+    # the server names its public URL (mcpx's, in reverse mode): its path is read at the server's origin
+    challenge = f'Bearer error="invalid_token", resource_metadata="{MCPX}/.well-known/oauth-protected-resource/mcp"'
+    assert ask(d, seen("POST", "/mcp", 401, challenge), origin) == Keep()
+    assert origin.asked == []
+    assert isinstance(ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), origin), Serve)
+    assert origin.asked[0] == f"{MCP}/.well-known/oauth-protected-resource/mcp"
+
+
+def test_nothing_to_bridge_keeps_the_servers_answer():
+    d = Discovery()
+    same = Origin({f"{MCP}/.well-known/oauth-protected-resource": (200, {}, {"resource": f"{MCP}/",
+                                                                             "authorization_servers": [f"{MCP}/"]})})
+    assert ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), same) == Keep()  # its own AS: its 404 stands
+    nothing = Origin({})
+    assert ask(Discovery(), seen("GET", "/.well-known/oauth-authorization-server", 404), nothing) == Keep()
+    assert ask(Discovery(), seen("GET", "/.well-known/oauth-protected-resource", 404), nothing) == Keep()
+    assert ask(Discovery(), seen("POST", "/mcp", 401, "Bearer"), nothing) == Keep()
+    untouched = Origin(NEW_SERVER)
+    for s in (seen("POST", "/mcp", 200), seen("GET", "/.well-known/oauth-authorization-server", 200),
+              seen("GET", "/.well-known/other", 404), seen("GET", "/mcp", 404)):
+        assert ask(Discovery(), s, untouched) == Keep()
+    assert untouched.asked == []  # no fetch for a response the stage has nothing to say about
+
+
+def test_a_client_whose_profile_checks_the_issuer_is_served_none():
+    d, origin = Discovery(), Origin(NEW_SERVER)
+    d.strict_issuer["strict-host"] = "some-profile"
+    assert ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404, client="strict-host"), origin) == Keep()
+    assert isinstance(ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404, client="other"), origin), Serve)
+
+
+def test_default_endpoints_redirect_to_the_authorization_server():
+    d, origin = Discovery(), Origin(NEW_SERVER)
+    out = ask(d, seen("POST", "/token", 404), origin)
+    assert isinstance(out, Redirect) and (out.status, out.location) == (307, f"{AS}/token")
+    [c] = out.changes
+    assert (c.pointer, c.action, c.rule, c.before, c.after) == ("header:Location", "synthesize", "AUTH-default-endpoint",
+                                                                "HTTP 404", "HTTP 307 http://127.0.0.1:9100/token")
+    assert ask(d, seen("POST", "/register", 404), origin) == Redirect(307, f"{AS}/register", ask(d, seen("POST", "/register", 404), origin).changes)
+    out = ask(d, seen("GET", "/authorize", 404), origin)
+    assert (out.status, out.location) == (302, f"{AS}/authorize")
+    assert ask(d, seen("POST", "/authorize", 404), origin) == Keep()
+    assert ask(d, seen("GET", "/token", 404), origin) == Keep()
+
+
+def test_new_client_gets_a_prm_synthesized_for_an_old_server():
+    d, origin = Discovery(), Origin(OLD_SERVER)
+    out = ask(d, seen("GET", "/.well-known/oauth-protected-resource/mcp", 404), origin)
+    assert isinstance(out, Serve)
+    assert orjson.loads(out.body) == {"resource": f"{MCPX}/mcp", "authorization_servers": [f"{MCP}/"],
+                                      "bearer_methods_supported": ["header"]}
+    assert origin.asked == [f"{MCP}/.well-known/oauth-protected-resource", f"{MCP}/.well-known/oauth-authorization-server"]
+    [c] = out.changes
+    assert (c.rule, c.action, c.before) == ("AUTH-protected-resource", "synthesize", "HTTP 404")
+    assert c.detail == ("the origin publishes no protected resource metadata but RFC 8414 metadata of its own "
+                        "(issuer http://127.0.0.1:9000/): RFC 9728 metadata for http://127.0.0.1:8080/mcp")
+    root = ask(d, seen("GET", "/.well-known/oauth-protected-resource", 404), origin)
+    assert orjson.loads(root.body)["resource"] == f"{MCPX}/"
+
+
+def test_an_old_servers_401_gets_resource_metadata():
+    d, origin = Discovery(), Origin(OLD_SERVER)
+    out = ask(d, seen("POST", "/mcp/", 401, 'Bearer error="invalid_token"'), origin)
+    assert out == Challenge(f'Bearer resource_metadata="{MCPX}/.well-known/oauth-protected-resource/mcp", error="invalid_token"',
+                            out.changes)
+    [c] = out.changes
+    assert (c.pointer, c.rule, c.before, c.after) == ("header:WWW-Authenticate", "AUTH-resource-metadata", None,
+                                                      f'resource_metadata="{MCPX}/.well-known/oauth-protected-resource/mcp"')
+    none = ask(d, seen("POST", "/mcp", 401, None), origin)
+    assert none.value == f'Bearer resource_metadata="{MCPX}/.well-known/oauth-protected-resource/mcp"'
+    # a server with PRM of its own: its challenge is its own
+    assert ask(Discovery(), seen("POST", "/mcp", 401, "Bearer"), Origin(NEW_SERVER)) == Keep()
+
+
+@pytest.mark.parametrize("value,url,expected", [
+    (None, "u", 'Bearer resource_metadata="u"'),
+    ("Bearer", "u", 'Bearer resource_metadata="u"'),
+    ('Bearer realm="mcp", error="invalid_token"', "u", 'Bearer resource_metadata="u", realm="mcp", error="invalid_token"'),
+    ('Basic realm="x"', "u", 'Bearer resource_metadata="u", Basic realm="x"'),
+    ('Basic realm="x", Bearer scope="a"', "u", 'Basic realm="x", Bearer resource_metadata="u", scope="a"'),
+])
+def test_with_resource_metadata(value, url, expected):
+    assert wk.with_resource_metadata(value, url) == expected
+
+
+def test_challenge_parameter_and_lifetimes_and_metadata_urls():
+    assert wk.resource_metadata_param('Bearer error="x", resource_metadata="http://a/b"') == "http://a/b"
+    assert wk.resource_metadata_param("Bearer resource_metadata=http://a/b, scope=x") == "http://a/b"
+    assert wk.resource_metadata_param('Bearer realm="resource_metadata"') is None
+    assert wk.lifetime({"cache-control": "public, max-age=3600", "age": "100"}, True) == 3500
+    assert wk.lifetime({"cache-control": "max-age=10, s-maxage=20"}, True) == 20
+    assert wk.lifetime({"cache-control": "no-store"}, True) == 0
+    assert wk.lifetime({"expires": "Thu, 01 Jan 2026 00:10:00 GMT", "date": "Thu, 01 Jan 2026 00:00:00 GMT"}, True) == 600
+    assert wk.lifetime({"expires": "0"}, True) == 0
+    assert (wk.lifetime({}, True), wk.lifetime({}, False)) == (300, 60)
+    assert wk.lifetime({"cache-control": "max-age=99999999"}, True) == wk.MAX_LIFETIME
+    assert wk.as_metadata_urls("https://as.example/") == ["https://as.example/.well-known/oauth-authorization-server",
+                                                         "https://as.example/.well-known/openid-configuration"]
+    assert wk.as_metadata_urls("https://as.example/tenant1") == [
+        "https://as.example/.well-known/oauth-authorization-server/tenant1",
+        "https://as.example/.well-known/openid-configuration/tenant1",
+        "https://as.example/tenant1/.well-known/openid-configuration"]
+    assert [wk.resource_metadata_suffix(p) for p in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+                                                     "/.well-known/oauth-protected-resourcex", "/mcp")] == ["", "/mcp", None, None]
