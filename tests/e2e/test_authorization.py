@@ -1,0 +1,215 @@
+"""OAuth-protected MCP servers, directly and through mcpx (reverse mode), with real SDKs on loopback.
+
+The servers are the released PyPI ``mcp`` SDK's own auth support (tests/peers/auth_server.py):
+
+- *current*: ``mcp`` 1.12.4, an authorization server of the SDK's routes on one port and resource
+  servers (``AuthSettings.resource_server_url``, ``TokenVerifier``: Protected Resource Metadata,
+  RFC 9728) on others: one whose public URL is its own (run directly), one whose public URL is
+  mcpx's (mcpx deployed at the server's public URL: the reverse-mode case that works);
+- *legacy*: ``mcp`` 1.8.1, RFC 8414 metadata and the endpoints at the MCP server's origin, no PRM.
+
+The clients are the npm SDK's own OAuth (tests/peers/auth_client.mjs: ``StreamableHTTPClientTransport``
+with an ``authProvider``, a headless redirect handler, ``finishAuth``): ``sdk-1.10.2`` (2025-03-26
+discovery: ``client/auth.js`` ``discoverOAuthMetadata`` at the origin, then ``/register`` there) and
+``sdk-1.25.0`` (PRM first). Each run logs in, lists the tools and calls ``whoami`` and ``link`` (a
+``resource_link`` block, rewritten for the 2025-03-26-era client). The authorization servers log
+each request's method, path and parameter names (never values), and list every token, code and
+client secret they issued: the last test greps everything mcpx kept for them.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+import peers_lib as pl
+from proxy_lib import Proxy, free_port
+
+pytestmark = pytest.mark.skipif(bool(pl.peers_missing()), reason="peers not installed (scripts/setup_peers.sh)")
+
+RUNS: dict[str, dict] = {}  # the client reports, by name, for the secrets test
+PROXIES: list[Proxy] = []
+
+
+def _wait(ports: list[int], proc: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    for port in ports:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"auth server exited: {proc.stdout.read().decode(errors='replace')[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"auth server did not listen on {port}")
+                time.sleep(0.05)
+
+
+def _server(version: str, *args: str) -> subprocess.Popen:
+    py = pl.VENVS_DIR / f"mcp-{version}" / "bin" / "python"
+    return subprocess.Popen([str(py), str(pl.PEERS_DIR / "auth_server.py"), *args], cwd=pl.PEERS_DIR,
+                            env=pl._minimal_env({"PYTHONUNBUFFERED": "1"}), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _get(url: str):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def run(name: str, alias: str, url: str) -> dict:
+    out = subprocess.run([pl._node(), str(pl.PEERS_DIR / "auth_client.mjs"), alias, url], cwd=pl.PEERS_DIR,
+                         env=pl._client_env(None), capture_output=True, timeout=90)
+    rep = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    RUNS[name] = rep
+    return rep
+
+
+@pytest.fixture(scope="module")
+def current(tmp_path_factory):
+    """The current deployment: AS, a resource server at its own URL, one behind mcpx (public URL = mcpx's)."""
+    a, b, b2, c = free_port(), free_port(), free_port(), free_port()
+    proc = _server("1.12.4", "current", str(a), f"{b}=http://127.0.0.1:{b}/", f"{b2}=http://127.0.0.1:{c}/")
+    try:
+        _wait([a, b, b2], proc)
+        px = Proxy(f"http://127.0.0.1:{b2}", tmp_path_factory.mktemp("auth-current"), port=c)
+        PROXIES.append(px)
+        yield {"as": f"http://127.0.0.1:{a}", "direct": f"http://127.0.0.1:{b}/mcp", "px": px, "proc": proc}
+    finally:
+        if PROXIES and PROXIES[0].proc.poll() is None:
+            PROXIES[0].stop()
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory):
+    """The 2025-03-26-era server (origin metadata, no PRM), and mcpx in front of it."""
+    d = free_port()
+    proc = _server("1.8.1", "legacy", str(d))
+    try:
+        _wait([d], proc)
+        px = Proxy(f"http://127.0.0.1:{d}", tmp_path_factory.mktemp("auth-legacy"))
+        PROXIES.append(px)
+        yield {"as": f"http://127.0.0.1:{d}", "direct": f"http://127.0.0.1:{d}/mcp", "px": px, "proc": proc}
+    finally:
+        px.stop()
+        proc.terminate()
+        proc.wait(10)
+
+
+def _auth_records(px: Proxy) -> list[dict]:
+    return [{k: r[k] for k in ("pointer", "action", "rule", "before", "direction")} for r in px.changes()
+            if r["rule"].startswith("AUTH-")]
+
+
+def _as_log(base: str, since: int) -> list[dict]:
+    return [e for e in _get(f"{base}/_log")[since:] if e["path"] != "/mcp" and not e["path"].startswith("/mcp/")]
+
+
+def test_old_client_fails_directly_and_logs_in_through_mcpx(current):
+    direct = current["direct"]
+    mcp, asrv, via = direct.rsplit("/", 1)[0], current["as"], current["px"].url.rsplit("/", 1)[0]
+    rep = run("1.10.2-direct", "sdk-1.10.2", direct)
+    assert rep["ok"] is False and rep["error"] == "Dynamic client registration failed: HTTP 404"
+    assert rep["fetches"] == [f"POST {mcp}/mcp", f"GET {mcp}/.well-known/oauth-authorization-server", f"POST {mcp}/register"]
+    start = len(_get(f"{asrv}/_log"))
+    rep = run("1.10.2-mcpx", "sdk-1.10.2", current["px"].url)
+    assert rep["ok"] is True, rep
+    assert rep["tools"] == ["link", "whoami"] and rep["whoami"][0]["text"].startswith("client ")
+    assert rep["link"] == [{"type": "resource", "resource": {
+        "uri": "file:///tmp/auth-link.txt", "mimeType": "text/plain",
+        "text": "Resource link (content not embedded): file:///tmp/auth-link.txt\nname: auth-link"}}]
+    # the origin metadata mcpx served named the real authorization server: registration, authorization
+    # and the token request went there, from the client
+    assert rep["fetches"][:6] == [f"POST {via}/mcp", f"GET {via}/.well-known/oauth-authorization-server",
+                                  f"POST {asrv}/register", f"GET {asrv}/authorize",
+                                  f"GET {via}/.well-known/oauth-authorization-server", f"POST {asrv}/token"]
+    assert [(e["method"], e["path"], e["params"]) for e in _as_log(asrv, start)] == [
+        ("GET", "/.well-known/oauth-authorization-server", []),  # mcpx's own fetch, once: cached after
+        ("POST", "/register", ["json"]),
+        ("GET", "/authorize", ["client_id", "code_challenge", "code_challenge_method", "redirect_uri", "response_type"]),
+        ("POST", "/token", ["form:client_id", "form:client_secret", "form:code", "form:code_verifier", "form:grant_type",
+                            "form:redirect_uri"])]
+    recs = _auth_records(current["px"])
+    assert recs == [{"pointer": "", "action": "synthesize", "rule": "AUTH-origin-metadata", "before": "HTTP 404",
+                     "direction": "s2c"}] * 2
+    served = [r for r in current["px"].changes() if r["rule"] == "AUTH-origin-metadata"][0]
+    assert served["after"].startswith(f'{{issuer: "{asrv}/", authorization_endpoint: "{asrv}/authorize", ')
+    assert any(r["rule"] == "CT-resource_link" and r["action"] == "rewrite" for r in current["px"].changes())
+
+
+def test_current_client_logs_in_through_mcpx_as_directly(current):
+    asrv = current["as"]
+    start = len(_get(f"{asrv}/_log"))
+    direct = run("1.25.0-direct", "sdk-1.25.0", current["direct"])
+    mid = len(_get(f"{asrv}/_log"))
+    before = len(current["px"].changes())
+    through = run("1.25.0-mcpx", "sdk-1.25.0", current["px"].url)
+    assert direct["ok"] is True and through["ok"] is True, (direct, through)
+    assert direct["link"] == through["link"] == [{"name": "auth-link", "uri": "file:///tmp/auth-link.txt", "type": "resource_link"}]
+    log_direct, log_through = _as_log(asrv, start)[: mid - start], _as_log(asrv, mid)
+    assert log_direct == log_through  # the same requests to the authorization server
+    assert [e["path"] for e in log_direct] == ["/.well-known/oauth-authorization-server", "/register", "/authorize",
+                                               "/.well-known/oauth-authorization-server", "/token"]
+    mcp, via = current["direct"].rsplit("/", 1)[0], current["px"].url.rsplit("/", 1)[0]
+    assert through["fetches"] == [f.replace(mcp, via) for f in direct["fetches"]]
+    assert _auth_records(current["px"])[len(_auth_records(current["px"])):] == []
+    assert not [r for r in current["px"].changes()[before:] if r["rule"].startswith("AUTH-")]  # invisible
+
+
+def test_current_client_in_front_of_legacy_server(legacy):
+    origin, via = legacy["as"], legacy["px"].url.rsplit("/", 1)[0]
+    direct = run("legacy-direct", "sdk-1.25.0", legacy["direct"])
+    assert direct["ok"] is True  # directly only through the 2025-03-26 fallback that newer SDKs remove:
+    assert direct["fetches"][1:4] == [f"GET {origin}/.well-known/oauth-protected-resource/mcp",
+                                      f"GET {origin}/.well-known/oauth-protected-resource",
+                                      f"GET {origin}/.well-known/oauth-authorization-server"]
+    rep = run("legacy-mcpx", "sdk-1.25.0", legacy["px"].url)
+    assert rep["ok"] is True, rep
+    assert rep["whoami"][0]["text"].startswith("client ")
+    # the 401 named the PRM mcpx synthesized; it named the server's own issuer: no fallback needed
+    assert rep["fetches"][1:5] == [f"GET {via}/.well-known/oauth-protected-resource/mcp",
+                                   f"GET {origin}/.well-known/oauth-authorization-server",
+                                   f"POST {origin}/register", f"GET {origin}/authorize"]
+    recs = [r for r in legacy["px"].changes() if r["rule"].startswith("AUTH-")]
+    assert [(r["rule"], r["pointer"], r["after"]) for r in recs] == [
+        ("AUTH-resource-metadata", "header:WWW-Authenticate", f'resource_metadata="{via}/.well-known/oauth-protected-resource/mcp"'),
+        ("AUTH-protected-resource", "", f'{{resource: "{via}/mcp", authorization_servers: ["{origin}/"], '
+                                        f'bearer_methods_supported: ["header"]}}'),
+        ("AUTH-protected-resource", "", f'{{resource: "{via}/mcp", authorization_servers: ["{origin}/"], '
+                                        f'bearer_methods_supported: ["header"]}}')]
+
+
+def test_no_token_code_or_secret_in_anything_mcpx_kept(current, legacy):
+    """Every token, code and client secret the authorization servers issued in this module's runs is
+    absent from the change logs, mitmdump's output (the terminal lines), the flow metadata and
+    comments mcpx wrote, and mcpx's own discovery fetches (no Authorization or Cookie header at all; the
+    initialize mcpx forwards on the client's behalf carries the client's, as the client sent it)."""
+    assert {"1.10.2-mcpx", "1.25.0-mcpx", "legacy-mcpx"} <= set(RUNS), "run with the module's other tests"
+    issued = _get(f"{current['as']}/_secrets") + _get(f"{legacy['as']}/_secrets")
+    assert len(issued) >= 12  # codes, access and refresh tokens, client secrets of six logins
+    for px in PROXIES:
+        px.stop()
+    kept = []
+    own = 0
+    for px in PROXIES:
+        kept += [px.log_path.read_text(), px.output()]
+        for f in px.flows():
+            meta = f.metadata.get("mcpx")
+            kept += [json.dumps(meta, default=str), f.comment or ""]
+            if isinstance(meta, dict) and meta.get("purpose") == "authorization discovery":
+                own += 1
+                assert "authorization" not in f.request.headers and "cookie" not in f.request.headers
+    assert own >= 4  # mcpx's own discovery fetches
+    text = "\n".join(kept)
+    assert "AUTH-origin-metadata" in text and "AUTH-protected-resource" in text  # what was looked at
+    leaked = [s[:6] for s in issued if s in text]
+    assert leaked == []
+    assert "Bearer at-" not in text
