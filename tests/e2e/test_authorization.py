@@ -81,9 +81,8 @@ def current(tmp_path_factory):
         px = Proxy(f"http://127.0.0.1:{b2}", tmp_path_factory.mktemp("auth-current"), port=c)
         PROXIES.append(px)
         yield {"as": f"http://127.0.0.1:{a}", "direct": f"http://127.0.0.1:{b}/mcp", "px": px, "proc": proc}
+        px.stop()
     finally:
-        if PROXIES and PROXIES[0].proc.poll() is None:
-            PROXIES[0].stop()
         proc.terminate()
         proc.wait(10)
 
@@ -98,8 +97,8 @@ def legacy(tmp_path_factory):
         px = Proxy(f"http://127.0.0.1:{d}", tmp_path_factory.mktemp("auth-legacy"))
         PROXIES.append(px)
         yield {"as": f"http://127.0.0.1:{d}", "direct": f"http://127.0.0.1:{d}/mcp", "px": px, "proc": proc}
-    finally:
         px.stop()
+    finally:
         proc.terminate()
         proc.wait(10)
 
@@ -160,7 +159,6 @@ def test_current_client_logs_in_through_mcpx_as_directly(current):
                                                "/.well-known/oauth-authorization-server", "/token"]
     mcp, via = current["direct"].rsplit("/", 1)[0], current["px"].url.rsplit("/", 1)[0]
     assert through["fetches"] == [f.replace(mcp, via) for f in direct["fetches"]]
-    assert _auth_records(current["px"])[len(_auth_records(current["px"])):] == []
     assert not [r for r in current["px"].changes()[before:] if r["rule"].startswith("AUTH-")]  # invisible
 
 
@@ -187,13 +185,66 @@ def test_current_client_in_front_of_legacy_server(legacy):
                                         f'bearer_methods_supported: ["header"]}}')]
 
 
-def test_no_token_code_or_secret_in_anything_mcpx_kept(current, legacy):
+@pytest.fixture(scope="module")
+def regular(tmp_path_factory):
+    """The current deployment over TLS (the suite's test CA, tests/tls_lib.py: a TLS front before each
+    port), and mitmdump in regular mode; the client uses it as HTTPS proxy and trusts mitmproxy's CA."""
+    from tls_lib import ThrowawayCA, TLSFront
+    tmp = tmp_path_factory.mktemp("auth-regular")
+    ca = ThrowawayCA(tmp)
+    a, b = free_port(), free_port()
+    fa, fb = TLSFront(ca, a), TLSFront(ca, b)
+    issuer, public = f"https://127.0.0.1:{fa.port}", f"https://127.0.0.1:{fb.port}"
+    proc = _server("1.12.4", "current", f"{a}={issuer}/", f"{b}={public}/")
+    try:
+        _wait([a, b], proc)
+        px = Proxy("", tmp, mode="regular", options={"ssl_verify_upstream_trusted_ca": ca.ca_pem})
+        PROXIES.append(px)
+        yield {"as": f"http://127.0.0.1:{a}", "issuer": issuer, "url": f"{public}/mcp", "ca": ca, "px": px}
+        px.stop()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        fa.stop()
+        fb.stop()
+
+
+def run_py(name: str, url: str, env: dict[str, str]) -> dict:
+    py = pl.VENVS_DIR / "mcp-1.9.4" / "bin" / "python"
+    out = subprocess.run([str(py), str(pl.PEERS_DIR / "auth_py_client.py"), url], cwd=pl.PEERS_DIR,
+                         env=pl._client_env(env), capture_output=True, timeout=90)
+    rep = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    RUNS[name] = rep
+    return rep
+
+
+def test_regular_mode_old_python_client_over_tls(regular):
+    """PyPI mcp 1.9.4 (``OAuthClientProvider``: 2025-03-26 discovery at the origin) in front of the current
+    server over TLS: directly it cannot log in; through mitmdump as its HTTPS proxy every URL stays the
+    server's, mcpx serves the origin metadata there, and the resource_link is rewritten for it."""
+    import pathlib
+    direct = run_py("regular-direct", regular["url"], {"SSL_CERT_FILE": str(regular["ca"].ca_pem)})
+    assert direct["ok"] is False and direct["error"] == "HTTPStatusError: Registration failed: 404", direct
+    proxied = {"HTTPS_PROXY": f"http://127.0.0.1:{regular['px'].port}",
+               "SSL_CERT_FILE": str(pathlib.Path("~/.mitmproxy/mitmproxy-ca-cert.pem").expanduser())}
+    rep = run_py("regular-mcpx", regular["url"], proxied)
+    assert rep["ok"] is True, (rep, regular["px"].output()[-3000:])
+    assert rep["protocolVersion"] == "2025-03-26" and rep["tools"] == ["link", "whoami"]
+    assert rep["link"] == [{"type": "resource", "resource": {
+        "uri": "file:///tmp/auth-link.txt", "mimeType": "text/plain",
+        "text": "Resource link (content not embedded): file:///tmp/auth-link.txt\nname: auth-link"}}]
+    served = [r for r in regular["px"].changes() if r["rule"] == "AUTH-origin-metadata"]
+    assert len(served) == 1 and served[0]["after"].startswith(f'{{issuer: "{regular["issuer"]}/", ')
+    assert any(r["rule"] == "CT-resource_link" for r in regular["px"].changes())
+
+
+def test_no_token_code_or_secret_in_anything_mcpx_kept(current, legacy, regular):
     """Every token, code and client secret the authorization servers issued in this module's runs is
     absent from the change logs, mitmdump's output (the terminal lines), the flow metadata and
     comments mcpx wrote, and mcpx's own discovery fetches (no Authorization or Cookie header at all; the
     initialize mcpx forwards on the client's behalf carries the client's, as the client sent it)."""
-    assert {"1.10.2-mcpx", "1.25.0-mcpx", "legacy-mcpx"} <= set(RUNS), "run with the module's other tests"
-    issued = _get(f"{current['as']}/_secrets") + _get(f"{legacy['as']}/_secrets")
+    assert {"1.10.2-mcpx", "1.25.0-mcpx", "legacy-mcpx", "regular-mcpx"} <= set(RUNS), "run with the module's other tests"
+    issued = _get(f"{current['as']}/_secrets") + _get(f"{legacy['as']}/_secrets") + _get(f"{regular['as']}/_secrets")
     assert len(issued) >= 12  # codes, access and refresh tokens, client secrets of six logins
     for px in PROXIES:
         px.stop()

@@ -1,11 +1,11 @@
 """OAuth-protected MCP servers on a released SDK's own auth support, for the authorization tests.
 
-    .venvs/mcp-1.12.4/bin/python auth_server.py current AS_PORT RS_PORT=PUBLIC_URL [RS_PORT=PUBLIC_URL ...]
+    .venvs/mcp-1.12.4/bin/python auth_server.py current AS_PORT[=ISSUER_URL] RS_PORT=PUBLIC_URL [RS_PORT=PUBLIC_URL ...]
     .venvs/mcp-1.8.1/bin/python auth_server.py legacy PORT
 
 ``current`` (a 2025-06-18-era deployment, PyPI ``mcp`` 1.12.4): an authorization server of the
 SDK's own routes (``create_auth_routes``: RFC 8414 metadata, ``/authorize``, ``/token``,
-``/register``) on ``AS_PORT``, and one resource server per ``RS_PORT`` (``FastMCP`` with
+``/register``) on ``AS_PORT`` (its issuer ``ISSUER_URL``, default ``http://127.0.0.1:AS_PORT/``: a TLS front's URL), and one resource server per ``RS_PORT`` (``FastMCP`` with
 ``token_verifier`` and ``AuthSettings.resource_server_url = PUBLIC_URL``: Protected Resource
 Metadata, RFC 9728, at its origin and ``WWW-Authenticate: Bearer resource_metadata=...`` on 401).
 The verifier refuses a token issued for another resource (RFC 8707 audience).
@@ -175,10 +175,10 @@ def _serve(app, port: int) -> uvicorn.Server:
     return uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="on"))
 
 
-async def current(as_port: int, resources: list[tuple[int, str]]) -> None:
+async def current(as_port: int, issuer: str | None, resources: list[tuple[int, str]]) -> None:
     from mcp.server.auth.routes import create_auth_routes
     provider = Provider()
-    issuer = f"http://{HOST}:{as_port}/"
+    issuer = issuer or f"http://{HOST}:{as_port}/"
     routes = create_auth_routes(provider, issuer_url=AnyHttpUrl(issuer), client_registration_options=ClientRegistrationOptions(enabled=True))
     auth_app = Starlette(routes=[*routes, Route("/_log", _log), Route("/_secrets", _secrets)])
     servers = [_serve(Logged(auth_app), as_port)]
@@ -205,6 +205,7 @@ if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "current":
         pairs = [a.split("=", 1) for a in sys.argv[3:]]
-        asyncio.run(current(int(sys.argv[2]), [(int(p), u) for p, u in pairs]))
+        as_port, _, as_issuer = sys.argv[2].partition("=")
+        asyncio.run(current(int(as_port), as_issuer or None, [(int(p), u) for p, u in pairs]))
     else:
         asyncio.run(legacy(int(sys.argv[2])))
