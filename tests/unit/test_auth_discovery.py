@@ -40,9 +40,10 @@ class Origin:
         return Fetched(status, headers, orjson.dumps(doc))
 
 
-def seen(method: str, path: str, status: int, challenge: str | None = None, client: str = "127.0.0.1") -> Seen:
+def seen(method: str, path: str, status: int, challenge: str | None = None, client: str = "127.0.0.1",
+         mcp: bool = True) -> Seen:
     return Seen(method=method, path=path, status=status, server_origin=f"{MCP}", client_origin=MCPX,
-                challenge=challenge, client=client)
+                challenge=challenge, client=client, mcp=mcp)
 
 
 def ask(d: Discovery, s: Seen, fetch) -> object:
@@ -125,6 +126,18 @@ def test_nothing_to_bridge_keeps_the_servers_answer():
               seen("GET", "/.well-known/other", 404), seen("GET", "/mcp", 404)):
         assert ask(Discovery(), s, untouched) == Keep()
     assert untouched.asked == []  # no fetch for a response the stage has nothing to say about
+
+
+def test_traffic_that_is_not_mcp_is_left_alone():
+    """A request with neither a JSON-RPC body nor MCP-Protocol-Version, at an origin that never answered
+    an MCP request with 401 (regular mode carries every site's traffic): no fetch, no answer."""
+    d, origin = Discovery(), Origin({**NEW_SERVER, **OLD_SERVER})
+    assert ask(d, seen("POST", "/oauth/token", 401, 'Basic realm="as"', mcp=False), origin) == Keep()
+    assert ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404, mcp=False), origin) == Keep()
+    assert ask(d, seen("GET", "/.well-known/oauth-protected-resource", 404, mcp=False), origin) == Keep()
+    assert origin.asked == []
+    ask(d, seen("POST", "/mcp", 401, 'Bearer error="invalid_token"'), Origin(NEW_SERVER))  # an MCP origin now
+    assert isinstance(ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404, mcp=False), origin), Serve)
 
 
 def test_a_client_whose_profile_checks_the_issuer_is_served_none():

@@ -44,7 +44,7 @@ class Authorization:
             self._learn_client(flow, exch.initialize)
         seen = Seen(method=flow.request.method, path=path, status=resp.status_code, server_origin=origin_of(flow),
                     client_origin=client_origin(flow), challenge=resp.headers.get("www-authenticate"),
-                    client=_client(flow))
+                    client=_client(flow), mcp=bool(exch is not None and exch.is_mcp) or "mcp-protocol-version" in flow.request.headers)
         try:
             answer = await st.auth.answer(seen, lambda url: self._fetch(flow, url))
         except Exception as e:  # never lose a message: the server's response goes on as it is

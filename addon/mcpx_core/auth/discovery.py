@@ -65,6 +65,9 @@ class Seen:
     client_origin: str
     challenge: str | None = None
     client: str = ""
+    #: the request was MCP traffic: a JSON-RPC request mcpx read, or one carrying ``MCP-Protocol-Version``
+    #: (2025-03-26 ``basic/authorization`` §2.3.2: clients send it on metadata discovery too)
+    mcp: bool = False
 
     @property
     def client_origin_url(self) -> str:
@@ -137,6 +140,8 @@ class Discovery:
     #: ``client -> profile name`` of clients whose host profile says they reject metadata whose
     #: ``issuer`` is not the URL they fetched (RFC 8414 §3.3): they are served no origin metadata
     strict_issuer: dict[str, str] = field(default_factory=dict)
+    #: MCP origins: those that answered an MCP request with 401 (an OAuth-protected MCP server), newest last
+    origins: OrderedDict[str, None] = field(default_factory=OrderedDict)
     clock: Callable[[], float] = time.monotonic
 
     @staticmethod
@@ -155,7 +160,15 @@ class Discovery:
         if not self.concerns(seen.method, seen.path, seen.status):
             return Keep()
         if seen.status == 401:
+            if not seen.mcp:
+                return Keep()  # another API's 401 (an authorization server's own, say): not MCP's to bridge
+            self.origins[seen.server_origin] = None
+            self.origins.move_to_end(seen.server_origin)
+            while len(self.origins) > CACHE_MAX:
+                self.origins.popitem(last=False)
             return await self._challenge(seen, fetch)
+        if not seen.mcp and seen.server_origin not in self.origins:
+            return Keep()  # neither an MCP client's discovery nor an MCP origin: traffic mcpx leaves alone
         if seen.path == wk.AS_METADATA:
             return await self._origin_metadata(seen, fetch)
         suffix = wk.resource_metadata_suffix(seen.path)
