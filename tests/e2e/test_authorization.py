@@ -8,10 +8,11 @@ The servers are the released PyPI ``mcp`` SDK's own auth support (tests/peers/au
   mcpx's (mcpx deployed at the server's public URL: the reverse-mode case that works);
 - *legacy*: ``mcp`` 1.8.1, RFC 8414 metadata and the endpoints at the MCP server's origin, no PRM.
 
-The clients are the npm SDK's own OAuth (tests/peers/auth_client.mjs: ``StreamableHTTPClientTransport``
+The clients are the npm SDKs' own OAuth (tests/peers/auth_client.mjs: ``StreamableHTTPClientTransport``
 with an ``authProvider``, a headless redirect handler, ``finishAuth``): ``sdk-1.10.2`` (2025-03-26
-discovery: ``client/auth.js`` ``discoverOAuthMetadata`` at the origin, then ``/register`` there) and
-``sdk-1.25.0`` (PRM first). Each run logs in, lists the tools and calls ``whoami`` and ``link`` (a
+discovery: ``client/auth.js`` ``discoverOAuthMetadata`` at the origin, then ``/register`` there),
+``sdk-1.25.0`` (PRM first) and ``@modelcontextprotocol/client`` 2.4.0 (PRM, issuer checks), and PyPI
+``mcp`` 1.9.4's ``OAuthClientProvider`` (2025-03-26 discovery; tests/peers/auth_py_client.py). Each run logs in, lists the tools and calls ``whoami`` and ``link`` (a
 ``resource_link`` block, rewritten for the 2025-03-26-era client). The authorization servers log
 each request's method, path and parameter names (never values), and list every token, code and
 client secret they issued: the last test greps everything mcpx kept for them.
@@ -176,13 +177,21 @@ def test_current_client_in_front_of_legacy_server(legacy):
     assert rep["fetches"][1:5] == [f"GET {via}/.well-known/oauth-protected-resource/mcp",
                                    f"GET {origin}/.well-known/oauth-authorization-server",
                                    f"POST {origin}/register", f"GET {origin}/authorize"]
+    # a 2026-07-28-era client (issuer checks: RFC 8414 §3.3 on the metadata, SEP-2352 on the callback leg)
+    modern = run("legacy-2026-mcpx", "client-2.4.0", legacy["px"].url)
+    assert modern["ok"] is True, modern
+    assert modern["fetches"][2:6] == [f"GET {via}/.well-known/oauth-protected-resource/mcp",
+                                      f"GET {origin}/.well-known/oauth-authorization-server",
+                                      f"POST {origin}/register", f"GET {origin}/authorize"]
     recs = [r for r in legacy["px"].changes() if r["rule"].startswith("AUTH-")]
-    assert [(r["rule"], r["pointer"], r["after"]) for r in recs] == [
+    assert [(r["rule"], r["pointer"], r["after"]) for r in recs[:3]] == [
         ("AUTH-resource-metadata", "header:WWW-Authenticate", f'resource_metadata="{via}/.well-known/oauth-protected-resource/mcp"'),
         ("AUTH-protected-resource", "", f'{{resource: "{via}/mcp", authorization_servers: ["{origin}/"], '
                                         f'bearer_methods_supported: ["header"]}}'),
         ("AUTH-protected-resource", "", f'{{resource: "{via}/mcp", authorization_servers: ["{origin}/"], '
                                         f'bearer_methods_supported: ["header"]}}')]
+    assert [(r["rule"], r["pointer"], r["after"]) for r in recs[3:]] == [
+        (r["rule"], r["pointer"], r["after"]) for r in recs[:2]]  # client-2.4.0: the challenge and one PRM (it keeps it)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@
 //   node auth_client.mjs <alias> <url>
 //
 // <alias>: sdk-1.10.2 (2025-03-26 discovery: RFC 8414 metadata at the MCP server's origin, else
-//   /authorize, /token, /register there) or sdk-1.25.0 (RFC 9728 Protected Resource Metadata first).
+//   /authorize, /token, /register there), sdk-1.25.0 (RFC 9728 Protected Resource Metadata first) or
+//   client-2.4.0 (@modelcontextprotocol/client: PRM, and the issuer checks of RFC 8414 §3.3 and RFC 9207).
 // The SDK's StreamableHTTPClientTransport with an in-memory OAuthClientProvider: the first request
 // gets 401, the SDK discovers, registers (RFC 7591) and asks to redirect; the headless redirect
 // handler follows the authorize URL with HTTP GETs (redirect: manual, as a browser would, until the
@@ -13,15 +14,22 @@
 // Prints ONE JSON line: {"sdk", "ok", "error"?, "tools"?, "whoami"?, "link"?, "fetches": [...]}.
 // "fetches": every URL the SDK fetched (method and URL without the query), in order. No token,
 // code or secret is ever printed.
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 console.log = console.error;
 const [alias, url] = process.argv.slice(2);
-const esm = (p) => import(pathToFileURL(join(here, "node_modules", alias, "dist/esm", p)).href);
-const { Client } = await esm("client/index.js");
-const { StreamableHTTPClientTransport } = await esm("client/streamableHttp.js");
+let Client, StreamableHTTPClientTransport;
+if (alias === "client-2.4.0") {  // @modelcontextprotocol/client (2026-07-28 era)
+  const req = createRequire(join(here, "node_modules", "@modelcontextprotocol/client/package.json"));
+  ({ Client, StreamableHTTPClientTransport } = await import(pathToFileURL(req.resolve("@modelcontextprotocol/client")).href));
+} else {
+  const esm = (p) => import(pathToFileURL(join(here, "node_modules", alias, "dist/esm", p)).href);
+  ({ Client } = await esm("client/index.js"));
+  ({ StreamableHTTPClientTransport } = await esm("client/streamableHttp.js"));
+}
 
 const fetches = [];
 const realFetch = globalThis.fetch;
@@ -47,6 +55,9 @@ const provider = {
   redirectToAuthorization(u) { pending = u; },
   saveCodeVerifier(v) { store.verifier = v; },
   codeVerifier() { return store.verifier; },
+  // client-2.4.0 (SEP-2352): the authorization server bound to the callback leg, checked on finishAuth
+  saveDiscoveryState(d) { store.discovery = d; },
+  discoveryState() { return store.discovery; },
 };
 
 const out = { sdk: alias, ok: false };
