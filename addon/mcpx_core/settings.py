@@ -229,14 +229,14 @@ class Settings(BaseModel):
         False, "bool", "true",
         "Do not deliver to a strict client a notifications/progress or notifications/cancelled, on the answer to its "
         "request, that names a progress token or request id it never sent (a drop-message record each). Off by default.")
-    pin: Pins = _opt(
-        (), "list", "old-client=2025-03-26",
-        "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
     auth: bool = _opt(
         True, "bool", "false",
         "Bridge OAuth discovery between revisions at the MCP origin: serve a 2025-03-26 client the metadata of the "
         "authorization server a server's protected resource metadata names, and synthesize protected resource "
         "metadata for a server that publishes only its own (a record each). Off: discovery passes through untouched.")
+    pin: Pins = _opt(
+        (), "list", "old-client=2025-03-26",
+        "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
 
     @field_validator("max_body")
     @classmethod
