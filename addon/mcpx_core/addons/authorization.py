@@ -36,6 +36,8 @@ class Authorization:
         resp = flow.response
         if resp is None or upstream.is_own(flow) or not st.settings.auth or not st.sender.available(flow):
             return
+        if resp.stream:  # its head (and body) went to the client as it came: nothing of it can change now
+            return
         path = flow.request.path.split("?", 1)[0]
         if not Discovery.concerns(flow.request.method, path, resp.status_code):
             return
