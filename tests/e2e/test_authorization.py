@@ -163,6 +163,29 @@ def test_current_client_logs_in_through_mcpx_as_directly(current):
     assert not [r for r in current["px"].changes()[before:] if r["rule"].startswith("AUTH-")]  # invisible
 
 
+def test_a_client_whose_profile_checks_the_issuer_logs_in_by_the_default_endpoints(current, tmp_path):
+    """A host profile with ``oauth_issuer_check = true`` for the client (its 401'd initialize's clientInfo):
+    mcpx serves it no other server's metadata at the origin (the server's 404 stands, as directly), and
+    the client's 2025-03-26 fallback to the default endpoints is redirected to the authorization server:
+    it logs in with no document whose issuer it could reject."""
+    profiles = tmp_path / "strict.toml"
+    profiles.write_text('[profiles."strict-issuer"]\ndescription = "a client that checks the issuer (test)"\n'
+                        'source = "tests/e2e/test_authorization.py"\n'
+                        'match = { client_name = "mcpx-auth-test", client_version = "1.0.0" }\noauth_issuer_check = true\n')
+    upstream = current["px"].proc.args[current["px"].proc.args.index("--mode") + 1].split(":", 1)[1]
+    asrv = current["as"]
+    with Proxy(upstream, tmp_path, options={"mcpx_profiles": profiles}) as px:
+        via = px.url.rsplit("/", 1)[0]
+        rep = run("strict-mcpx", "sdk-1.10.2", px.url)
+        assert rep["ok"] is True, rep
+        assert rep["fetches"][:7] == [f"POST {via}/mcp", f"GET {via}/.well-known/oauth-authorization-server",
+                                      f"POST {via}/register", f"GET {via}/authorize", f"GET {asrv}/authorize",
+                                      f"GET {via}/.well-known/oauth-authorization-server", f"POST {via}/token"]
+        assert [(r["rule"], r["after"]) for r in px.changes() if r["rule"].startswith("AUTH-")] == [
+            ("AUTH-default-endpoint", f"HTTP 307 {asrv}/register"), ("AUTH-default-endpoint", f"HTTP 302 {asrv}/authorize"),
+            ("AUTH-default-endpoint", f"HTTP 307 {asrv}/token")]
+
+
 def test_current_client_in_front_of_legacy_server(legacy):
     origin, via = legacy["as"], legacy["px"].url.rsplit("/", 1)[0]
     direct = run("legacy-direct", "sdk-1.25.0", legacy["direct"])
