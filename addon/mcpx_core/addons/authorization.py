@@ -16,6 +16,7 @@ from mitmproxy import ctx, http
 from mitmproxy.proxy.mode_specs import ReverseMode
 
 from .. import upstream
+from ..auth.discovery import CACHE_MAX
 from ..auth import Challenge, Discovery, FetchError, Fetched, Keep, Redirect, Seen, Serve
 from ..changes import Change
 from .state import State, origin_of
@@ -77,6 +78,9 @@ class Authorization:
         key, strict = _client(flow), self.state.auth.strict_issuer
         if profile is not None and profile.oauth_issuer_check:
             strict[key] = profile.name
+            strict.move_to_end(key)
+            while len(strict) > CACHE_MAX:
+                strict.popitem(last=False)
         else:
             strict.pop(key, None)
 

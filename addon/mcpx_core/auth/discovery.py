@@ -136,10 +136,10 @@ class Discovery:
 
     cache: OrderedDict[str, _Doc] = field(default_factory=OrderedDict)
     #: the PRM URL each server origin named in a 401 (RFC 9728 §5.1), learnt as they pass
-    named: dict[str, str] = field(default_factory=dict)
+    named: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: ``client -> profile name`` of clients whose host profile says they reject metadata whose
     #: ``issuer`` is not the URL they fetched (RFC 8414 §3.3): they are served no origin metadata
-    strict_issuer: dict[str, str] = field(default_factory=dict)
+    strict_issuer: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: MCP origins: those that answered an MCP request with 401 (an OAuth-protected MCP server), newest last
     origins: OrderedDict[str, None] = field(default_factory=OrderedDict)
     clock: Callable[[], float] = time.monotonic
@@ -162,10 +162,7 @@ class Discovery:
         if seen.status == 401:
             if not seen.mcp:
                 return Keep()  # another API's 401 (an authorization server's own, say): not MCP's to bridge
-            self.origins[seen.server_origin] = None
-            self.origins.move_to_end(seen.server_origin)
-            while len(self.origins) > CACHE_MAX:
-                self.origins.popitem(last=False)
+            _bounded_set(self.origins, seen.server_origin, None)
             return await self._challenge(seen, fetch)
         if not seen.mcp and seen.server_origin not in self.origins:
             return Keep()  # neither an MCP client's discovery nor an MCP origin: traffic mcpx leaves alone
@@ -232,7 +229,7 @@ class Discovery:
     async def _challenge(self, seen: Seen, fetch: Fetch) -> Answer:
         named = wk.resource_metadata_param(seen.challenge)
         if named is not None:
-            self.named[seen.server_origin] = named
+            _bounded_set(self.named, seen.server_origin, named)
             return Keep()
         if seen.path.startswith("/.well-known/") or seen.path in wk.DEFAULT_ENDPOINTS:
             return Keep()
@@ -310,6 +307,14 @@ class Discovery:
         else:
             self.cache.pop(url, None)
         return entry if doc is not None else None
+
+
+def _bounded_set(table: OrderedDict, key: str, value) -> None:
+    """``table[key] = value``, newest last, keeping at most :data:`CACHE_MAX` entries."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > CACHE_MAX:
+        table.popitem(last=False)
 
 
 def origin_url(origin: str) -> str:
