@@ -142,9 +142,15 @@ def test_traffic_that_is_not_mcp_is_left_alone():
 
 def test_a_client_whose_profile_checks_the_issuer_is_served_none():
     d, origin = Discovery(), Origin(NEW_SERVER)
-    d.strict_issuer["strict-host"] = "some-profile"
+    strict = Seen(method="POST", path="/mcp", status=401, server_origin=MCP, client_origin=MCPX, challenge="Bearer",
+                  client="strict-host", mcp=True, initialize=True, issuer_check="some-profile")
+    assert ask(d, strict, origin) == Keep()  # its server has PRM: the challenge is its own
+    assert dict(d.strict_issuer) == {"strict-host": "some-profile"}
     assert ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404, client="strict-host"), origin) == Keep()
     assert isinstance(ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404, client="other"), origin), Serve)
+    ask(d, Seen(method="POST", path="/mcp", status=401, server_origin=MCP, client_origin=MCPX, client="strict-host", mcp=True,
+                initialize=True), origin)  # the same host, now a client of no such profile
+    assert dict(d.strict_issuer) == {}
 
 
 def test_default_endpoints_redirect_to_the_authorization_server():

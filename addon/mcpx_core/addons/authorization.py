@@ -16,7 +16,6 @@ from mitmproxy import ctx, http
 from mitmproxy.proxy.mode_specs import ReverseMode
 
 from .. import upstream
-from ..auth.discovery import CACHE_MAX
 from ..auth import Challenge, Discovery, FetchError, Fetched, Keep, Redirect, Seen, Serve
 from ..changes import Change
 from .state import State, origin_of
@@ -43,11 +42,11 @@ class Authorization:
         if not Discovery.concerns(flow.request.method, path, resp.status_code):
             return
         exch = st.exchanges.get(flow.id)
-        if resp.status_code == 401 and exch is not None and exch.initialize is not None:
-            self._learn_client(flow, exch.initialize)
+        init = exch.initialize if exch is not None else None
         seen = Seen(method=flow.request.method, path=path, status=resp.status_code, server_origin=origin_of(flow),
                     client_origin=client_origin(flow), challenge=resp.headers.get("www-authenticate"),
-                    client=_client(flow), mcp=bool(exch is not None and exch.is_mcp) or "mcp-protocol-version" in flow.request.headers)
+                    client=_client(flow), mcp=bool(exch is not None and exch.is_mcp) or "mcp-protocol-version" in flow.request.headers,
+                    initialize=init is not None, issuer_check=self._issuer_check(flow, init) if init is not None else None)
         try:
             answer = await st.auth.answer(seen, lambda url: self._fetch(flow, url))
         except Exception as e:  # never lose a message: the server's response goes on as it is
@@ -68,21 +67,13 @@ class Authorization:
                 flow.response = http.Response.make(status, b"", {"location": target, "cache-control": "no-store"})
                 self._record(flow, changes, "redirected by mcpx (2025-03-26 default endpoint)")
 
-    def _learn_client(self, flow: http.HTTPFlow, init: dict) -> None:
-        """A 401 to an initialize: whether the client's host profile says it checks the ``issuer``
-        of authorization server metadata (:attr:`Profile.oauth_issuer_check <mcpx_core.profiles.Profile>`);
-        its discovery requests follow from the same host."""
+    def _issuer_check(self, flow: http.HTTPFlow, init: dict) -> str | None:
+        """The host profile of an initialize's client when it says the client checks the ``issuer`` of
+        authorization server metadata (:attr:`Profile.oauth_issuer_check <mcpx_core.profiles.Profile>`)."""
         params = init.get("params") if isinstance(init.get("params"), dict) else {}
         profile = self.state.rewriter.profiles.choose(params.get("clientInfo"), params.get("protocolVersion"),
                                                       params.get("capabilities"), flow.request.headers)
-        key, strict = _client(flow), self.state.auth.strict_issuer
-        if profile is not None and profile.oauth_issuer_check:
-            strict[key] = profile.name
-            strict.move_to_end(key)
-            while len(strict) > CACHE_MAX:
-                strict.popitem(last=False)
-        else:
-            strict.pop(key, None)
+        return profile.name if profile is not None and profile.oauth_issuer_check else None
 
     async def _fetch(self, flow: http.HTTPFlow, url: str) -> Fetched:
         """One of mcpx's own discovery GETs: ``Accept: application/json`` and the ``Host`` of

@@ -68,6 +68,10 @@ class Seen:
     #: the request was MCP traffic: a JSON-RPC request mcpx read, or one carrying ``MCP-Protocol-Version``
     #: (2025-03-26 ``basic/authorization`` §2.3.2: clients send it on metadata discovery too)
     mcp: bool = False
+    #: the request was an ``initialize``; ``issuer_check``: its client's host profile, when that profile
+    #: says the client rejects metadata whose issuer is not the URL it fetched (None: it does not)
+    initialize: bool = False
+    issuer_check: str | None = None
 
     @property
     def client_origin_url(self) -> str:
@@ -138,7 +142,8 @@ class Discovery:
     #: the PRM URL each server origin named in a 401 (RFC 9728 §5.1), learnt as they pass
     named: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: ``client -> profile name`` of clients whose host profile says they reject metadata whose
-    #: ``issuer`` is not the URL they fetched (RFC 8414 §3.3): they are served no origin metadata
+    #: ``issuer`` is not the URL they fetched (RFC 8414 §3.3), learnt from their 401'd initialize:
+    #: they are served no origin metadata
     strict_issuer: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: MCP origins: those that answered an MCP request with 401 (an OAuth-protected MCP server), newest last
     origins: OrderedDict[str, None] = field(default_factory=OrderedDict)
@@ -163,6 +168,11 @@ class Discovery:
             if not seen.mcp:
                 return Keep()  # another API's 401 (an authorization server's own, say): not MCP's to bridge
             _bounded_set(self.origins, seen.server_origin, None)
+            if seen.initialize:  # its discovery follows from the same host
+                if seen.issuer_check is not None:
+                    _bounded_set(self.strict_issuer, seen.client, seen.issuer_check)
+                else:
+                    self.strict_issuer.pop(seen.client, None)
             return await self._challenge(seen, fetch)
         if not seen.mcp and seen.server_origin not in self.origins:
             return Keep()  # neither an MCP client's discovery nor an MCP origin: traffic mcpx leaves alone
