@@ -63,6 +63,9 @@ HELD_TTL = 600.0
 #: an idle POST or GET is ended by ``Sender.send`` after as long); then the call ends with -32603 and
 #: mcpx ends its upstream request (:meth:`Client2026Bridge._next`)
 CALL_IDLE = 600.0
+#: seconds a server request sent outside any call (the upstream GET stream) waits for a call of the
+#: 2026-07-28 client to carry it as input_required; then mcpx answers it -32603 (get_stream.py)
+PENDING_TTL = 60.0
 
 from .bridge import Client2026Bridge  # noqa: E402  (after the time constants the parts read here)
 from .held import Held  # noqa: E402
@@ -71,6 +74,6 @@ from .sessions import Upstream2026Session  # noqa: E402
 from .shared import (CAPABILITY, EMBEDDED, LATEST, LEVELS, META_KEYS, MRTR_METHODS, NAME, NEWEST_LEGACY, NO_ID,  # noqa: E402
                      STATE_PREFIX, Refused)
 
-__all__ = ["CALL_IDLE", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
+__all__ = ["CALL_IDLE", "PENDING_TTL", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
            "NEWEST_LEGACY", "NO_ID", "STATE_PREFIX", "Client2026Bridge", "Held", "Listen", "ListenStream", "Refused",
            "Upstream2026Session"]
