@@ -11,7 +11,8 @@ legacy server answers a second one 409) as soon as the session is initialized wh
 declared ``roots``, ``sampling`` or ``elicitation``, else with the first listen, and:
 
 - a ``roots/list``, ``sampling/createMessage`` or ``elicitation/create`` the client declared the
-  capability for goes to the call of that session in progress (the first begun; its
+  capability for goes to the call of that session in progress (the first begun that is not waiting
+  for the client's retry, else the first begun; its
   ``input_required`` carries it, ``MRTR-bridge-legacy-server``), else it waits for the client's next
   ``tools/call``, ``prompts/get`` or ``resources/read``, which is answered ``input_required`` at once:
   the retry's ``inputResponses`` answer the server, then mcpx sends the call (:meth:`SessionStreams._carry`);
@@ -144,6 +145,8 @@ class SessionStreams:
         where = f"{method} id={m.get('id')!r} on the upstream GET stream"
         if method in EMBEDDED and _declares(s.client_caps, method):
             calls = [h for h in box.calls if not h.done and not h.expired]
+            # a call reading its stream now first (one whose input_required awaits the client's retry reads it then)
+            calls = [h for h in calls if h.handle not in self.held] or calls
             if calls:
                 h = calls[0]
                 self.rw.record(h.exch if h.exch is not None else box.exch, [Change(
