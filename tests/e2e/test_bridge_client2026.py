@@ -132,8 +132,13 @@ def test_input_required_round_trip_exact_on_both_legs(everything, tmp_path):
         st, h, body = c.post({**retry, "id": 3}, headers("tools/call", SAMPLE["name"]))
         assert (st, orjson.loads(body)) == (400, {"jsonrpc": "2.0", "id": 3, "error": {
             "code": -32602, "message": "Invalid or expired requestState (mcpx holds no such round trip)"}})
+    # the upstream session's own GET stream (the client declared sampling: a server request outside any call can
+    # reach it, bridge/client2026/get_stream.py), sent once the session is initialized, concurrently with the call
+    gets = [f for f in own(px) if f.request.method == "GET"]
+    assert [(f.request.headers["accept"], f.request.headers["mcp-protocol-version"], bool(f.request.headers.get("mcp-session-id")))
+            for f in gets] == [("text/event-stream", "2025-11-25", True)]
     sent = [(f.request.method, json.loads(f.request.get_content() or b"null"), f.request.headers.get("mcp-protocol-version"),
-             bool(f.request.headers.get("mcp-session-id"))) for f in own(px)]
+             bool(f.request.headers.get("mcp-session-id"))) for f in own(px) if f.request.method != "GET"]
     assert sent == [
         ("POST", {"jsonrpc": "2.0", "id": sent[0][1]["id"], "method": "server/discover", "params": {"_meta": {
             "io.modelcontextprotocol/protocolVersion": NEW, "io.modelcontextprotocol/clientCapabilities": {}}}}, NEW, False),
@@ -273,8 +278,8 @@ def test_batch_and_posted_response_refused_as_a_2026_server_does(everything, tmp
     # the server leg: mcpx's probe and the upstream session's handshake, then the first tools/list on
     # the client's own flow; the batch and the response were answered by mcpx (their flows' requests
     # are the client's, unchanged), nothing else was sent
-    assert [json.loads(f.request.get_content() or b"null").get("method") for f in own(px)] == [
-        "server/discover", "initialize", "notifications/initialized"]
+    assert [json.loads(f.request.get_content() or b"null").get("method") if f.request.method == "POST" else "GET" for f in own(px)] == [
+        "server/discover", "initialize", "notifications/initialized", "GET"]  # (GET: the session's own stream, get_stream.py)
     mine = [f for f in px.flows() if (f.metadata.get("mcpx") or {}).get("origin") != "mcpx"]
     assert [(f.request.get_content(), f.response.status_code) for f in mine[1:]] == [
         (orjson.dumps(batch), 400), (b'{"jsonrpc":"2.0","id":0,"result":{}}', 400)]

@@ -254,6 +254,11 @@ class PollingHolding(Asking):
         self.close_connection = True
 
     def do_GET(self):
+        if not self.headers.get("last-event-id"):  # the session's own GET stream (mcpx opens it for a client with sampling
+            self.send_response(405)                # or elicitation): this server offers none
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         self.seen.append(("GET", self.headers.get("mcp-session-id"), self.headers.get("last-event-id")))
         self.got.set()
         self.start_sse()

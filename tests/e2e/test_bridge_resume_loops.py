@@ -132,6 +132,11 @@ class AskThenClose(ScriptedMcpHandler):
         self.close_connection = True
 
     def do_GET(self):
+        if not self.headers.get("last-event-id"):  # the session's own GET stream (mcpx opens it for a client with sampling
+            self.send_response(405)                # or elicitation): this server offers none
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         self.gets.append(self.headers.get("last-event-id"))
         name, rid = self.calls[-1]
         self.close_connection = True

@@ -28,7 +28,8 @@
 //   capability and answer roots/list with these), {"sampling":false} / {"elicitationCapability":false}
 //   (do not declare that capability), {"autoFulfill":false} (client-2.4.0: an input_required
 //   result surfaces as an error instead of being fulfilled), {"elicitationDelayMs":2000} (answer
-//   each elicitation that much later, as a user would).
+//   each elicitation that much later, as a user would), {"handlerTag":"x"} (the sampling reply's text and
+//   an elicitation's "name" value: a value only the client's own handlers give).
 //
 // Every op goes through the SDK's own high-level call, so its own schema
 // validation runs. Prints ONE JSON line on stdout:
@@ -104,7 +105,7 @@ function sampleValue(name, prop) {
         case "date-time":
           return "2000-01-01T00:00:00Z";
         default:
-          return name === "name" ? "Test User" : "test";
+          return name === "name" ? (options.handlerTag || "Test User") : "test";
       }
   }
 }
@@ -125,7 +126,7 @@ function samplingAnswer(params) {
   serverRequests.push({ method: "sampling/createMessage", params });
   return {
     role: "assistant",
-    content: { type: "text", text: "mcpx test sampling reply" },
+    content: { type: "text", text: options.handlerTag || "mcpx test sampling reply" },
     model: "mcpx-test-model",
     stopReason: "endTurn",
   };

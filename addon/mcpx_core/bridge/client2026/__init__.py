@@ -21,7 +21,10 @@ upgrade direction), and sends every request of that client on it. What each meth
   requests and gets the call's final result, or the next round. A ``ping`` the server sends is
   answered ``{}``, any other request -32601 (``MRTR-bridge-legacy-server``). Progress and other
   notifications of the call reach the client before its result, in the answer's SSE body (the
-  answer is written when the call ends or asks for input: not streamed as it comes). A server that
+  answer is written when the call ends or asks for input: not streamed as it comes). A server request
+  sent outside any call (on the upstream session's GET stream, which mcpx reads: :mod:`.get_stream`)
+  goes to the call in progress, else to the client's next call (answered input_required at once, sent
+  upstream on the retry); one no call carries within ``PENDING_TTL`` is answered -32603. A server that
   closes the call's SSE stream after an event id and before the answer (SSE polling,
   ``TR-sse-priming-polling``, 2025-11-25 basic/transports.mdx:107-115), or whose stream breaks off
   there, is resumed by mcpx: ``GET`` with ``Last-Event-ID``, the server's session id and revision,
@@ -32,7 +35,7 @@ upgrade direction), and sends every request of that client on it. What each meth
   POST and each GET are ended after 600 s without a byte (``Sender.send`` ``idle``), the call after
   600 s without a message (``CALL_IDLE``: -32603 saying so, one ``passthrough`` record and one
   warning line; its upstream request is ended and a resume of its stream cancelled).
-- ``subscriptions/listen`` (``SUB-listen``, ``TR-get-stream``): the client's POST becomes the
+- ``subscriptions/listen`` (``SUB-listen``, ``TR-get-stream``): the client's POST is served from the
   upstream session's GET stream (``resources/subscribe`` first for the URIs it asks for); the first
   event the client gets is the ``notifications/subscriptions/acknowledged`` for what the server can
   honour, then each matching list_changed / resources/updated with ``subscriptionId``
@@ -63,6 +66,9 @@ HELD_TTL = 600.0
 #: an idle POST or GET is ended by ``Sender.send`` after as long); then the call ends with -32603 and
 #: mcpx ends its upstream request (:meth:`Client2026Bridge._next`)
 CALL_IDLE = 600.0
+#: seconds a server request sent outside any call (the upstream GET stream) waits for a call of the
+#: 2026-07-28 client to carry it as input_required; then mcpx answers it -32603 (get_stream.py)
+PENDING_TTL = 60.0
 
 from .bridge import Client2026Bridge  # noqa: E402  (after the time constants the parts read here)
 from .held import Held  # noqa: E402
@@ -71,6 +77,6 @@ from .sessions import Upstream2026Session  # noqa: E402
 from .shared import (CAPABILITY, EMBEDDED, LATEST, LEVELS, META_KEYS, MRTR_METHODS, NAME, NEWEST_LEGACY, NO_ID,  # noqa: E402
                      STATE_PREFIX, Refused)
 
-__all__ = ["CALL_IDLE", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
+__all__ = ["CALL_IDLE", "PENDING_TTL", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
            "NEWEST_LEGACY", "NO_ID", "STATE_PREFIX", "Client2026Bridge", "Held", "Listen", "ListenStream", "Refused",
            "Upstream2026Session"]

@@ -16,9 +16,10 @@ from .calls import Calls
 from .held import Held, HeldRoundTrips
 from .listen import Listening
 from .sessions import UpstreamSessions, Upstream2026Session
+from .get_stream import SessionStreams
 
 
-class Client2026Bridge(UpstreamSessions, Calls, HeldRoundTrips, Listening):
+class Client2026Bridge(UpstreamSessions, Calls, HeldRoundTrips, Listening, SessionStreams):
     """``request(exch, method, body, headers, upstream) -> Answer | Pass`` for 2026 client requests
     whose server speaks no 2026-07-28 (see the module docstring)."""
 
@@ -64,6 +65,7 @@ class Client2026Bridge(UpstreamSessions, Calls, HeldRoundTrips, Listening):
             return Answer(r.reply.status, r.reply.body, (("content-type", r.reply.headers.get("content-type", "application/json")),)
                           + r.reply.answer_headers(()))
         exch.session = up.session
+        up.inbox.exch = exch  # (records of what its GET stream carries outside any call go to its latest request)
         self._expire()
         up.active += 1  # (a call in progress keeps its upstream session: expire_idle)
         up.upstream = upstream

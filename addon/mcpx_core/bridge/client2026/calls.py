@@ -53,9 +53,13 @@ class Calls:
     # -- calls that may need client input -------------------------------------------------------
     async def _call(self, exch, msg: dict, up: Upstream2026Session, upstream: Upstream, again: bool = True) -> Answer:
         rid, method = msg.get("id"), msg.get("method")
+        carried = self._carry(exch, msg, up)  # server requests sent outside any call wait for this one (get_stream.py)
+        if carried is not None:
+            return carried
         minted = _mint()
         held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted,
-                    log_level=_meta_of(msg).get("io.modelcontextprotocol/logLevel"))
+                    log_level=_meta_of(msg).get("io.modelcontextprotocol/logLevel"), exch=exch)
+        up.inbox.calls.append(held)  # (a server request on the GET stream goes to the first call in progress)
         await self._log_level(exch, msg, up, upstream)
         out_msg = dict(msg, id=minted)
         body = self.rw.c2s_message(exch, out_msg, None) or json_body.dumps(out_msg)
@@ -200,14 +204,19 @@ class Calls:
         # (2025-11-25 basic/transports.mdx, "Sending Messages to the Server" 6: a disconnection is no cancellation);
         # idle: the POST (and each resuming GET) is ended only after 600 s without a byte from the server, never
         # while it streams (as on a direct connection; a call may stream its progress for longer)
-        reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
-                                    on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""), idle=True,
-                                    on_undecodable=on_undecodable)
+        try:
+            reply = await upstream.send(body, self._headers(up), f"{method}, for a 2026-07-28 client (may need client input)",
+                                        on_chunk=on_chunk, stop=first, on_broken=lambda why: on_chunk(b""), idle=True,
+                                        on_undecodable=on_undecodable)
+        except BaseException:
+            self._settled(held, {})
+            raise
         held.flow_id, held.via = reply.flow_id, upstream
         if stream["undecodable"] is not None:  # it stopped decoding before the POST was returned: ended here
             upstream.abort(reply.flow_id)
         if reply.status == 404 and up.session.upstream_id and again:
             # the server no longer knows the upstream session (restarted, expired): a new one, and once more
+            self._settled(held, {})
             self.forget_session(up.session)
             fresh = await self._upstream_session(exch, _meta_of(msg), upstream)
             return await self._call(exch, msg, fresh, upstream, again=False)
@@ -216,6 +225,7 @@ class Calls:
             held.done = True
             answer = first_response(reply.headers.get("content-type", ""), reply.body)
             if not isinstance(answer, dict):
+                self._settled(held, {})
                 return self._unread(exch, reply, rid, minted)
             held.queue.put_nowait(answer)
             held.queue.put_nowait(None)

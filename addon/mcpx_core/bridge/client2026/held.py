@@ -47,6 +47,8 @@ class Held:
     #: CALL_IDLE), as the info line of a resume not made says it (:meth:`Client2026Bridge._stop`); "" while
     #: somebody does
     stopped: str = ""
+    #: the client's exchange the call came on (records of a server request routed to it from the GET stream)
+    exch: Any = None
 
     @property
     def expired(self) -> bool:
@@ -63,6 +65,7 @@ class HeldRoundTrips:
         s = held.upstream.session
         notes: list[dict] = []
         asks: dict[str, dict] = {}
+        asked: dict[str, dict] = {}  # key -> the server request of each entry of asks
         while True:
             if asks and held.queue.empty():  # (the server waits for the answers: ask now, never wait with a question pending)
                 break
@@ -82,8 +85,10 @@ class HeldRoundTrips:
                 break
             kind = classify(m)
             if kind == "error" and m.get("id") == minted and (m.get("error") or {}).get("code") == -32042:
+                self._settled(held, asked)
                 return self._url_elicitations(exch, rid, m, held)
             if kind in ("result", "error") and m.get("id") == minted:
+                self._settled(held, asked)
                 self.held.pop(held.handle, None)
                 m["id"] = rid
                 exch.request_ids[rid] = held.method
@@ -104,6 +109,7 @@ class HeldRoundTrips:
                         key += "'"
                     held.waiting[key] = (m.get("id"), m.get("method"))
                     asks[key] = self._embedded(exch, m, s.server_rev)
+                    asked[key] = m
                     continue  # (asked at the loop's top once nothing more is queued: what arrived together first)
                 ping = m.get("method") == "ping"
                 self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="LC-ping" if ping else "MRTR-server-requests-removed",
@@ -124,17 +130,13 @@ class HeldRoundTrips:
                 if out is not None:
                     notes.append(out)
         if asks:
-            held.at = time.monotonic()  # (HELD_TTL counts from the input_required answer, not from the call's start)
-            self.held[held.handle] = held
-            result = {"resultType": "input_required", "inputRequests": asks, "requestState": held.handle}
-            if isinstance(s.server_info, dict):
-                result["_meta"] = {"io.modelcontextprotocol/serverInfo": s.server_info}
             self.rw.record(exch, [Change(pointer="/result", action="bridge", rule="MRTR-bridge-legacy-server",
                                          before=", ".join(f"{k}: {v['method']}" for k, v in asks.items()),
                                          after="input_required", detail="server requests sent during the call become an "
                                          "InputRequiredResult; the upstream call is held for the client's retry")],
                            "s2c", s.server_rev, LATEST)
-            return self._answer(exch, notes, {"jsonrpc": "2.0", "id": rid, "result": result})
+            return self._input_required(exch, rid, held, asks, notes)
+        self._settled(held, asked)
         self.held.pop(held.handle, None)
         if held.ended is not None:  # a resume that failed: its record and line were made then
             err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": f"mcpx: {held.ended}"}}
@@ -142,6 +144,33 @@ class HeldRoundTrips:
         err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "mcpx: the server ended the call without an answer"}}
         self.rw.passthrough(exch, "s2c", "the upstream call ended without an answer")
         return self._answer(exch, notes, err)
+
+    def _input_required(self, exch, rid: Any, held: Held, asks: dict[str, dict], notes: list[dict]) -> Answer:
+        """The client's request ends with an InputRequiredResult of ``asks``; ``held`` is kept for its retry."""
+        s = held.upstream.session
+        held.at = time.monotonic()  # (HELD_TTL counts from the input_required answer, not from the call's start)
+        self.held[held.handle] = held
+        result = {"resultType": "input_required", "inputRequests": asks, "requestState": held.handle}
+        if isinstance(s.server_info, dict):
+            result["_meta"] = {"io.modelcontextprotocol/serverInfo": s.server_info}
+        return self._answer(exch, notes, {"jsonrpc": "2.0", "id": rid, "result": result})
+
+    def _settled(self, held: Held, asked: dict[str, dict]) -> None:
+        """``held``'s call is over: no server request goes to it any more; those it read and did not
+        ask the client yet (``asked``: key -> request; one the GET stream routed to it just before its
+        answer, say) wait for the client's next call, and so does one still queued."""
+        box = held.upstream.inbox
+        if held in box.calls:
+            box.calls.remove(held)
+        left = [asked[k] for k in list(held.waiting) if k in asked]
+        for k in [k for k in held.waiting if k in asked]:
+            held.waiting.pop(k)
+        while not held.queue.empty():
+            m = held.queue.get_nowait()
+            if isinstance(m, dict) and classify(m) == "request" and m.get("method") in EMBEDDED:
+                left.append(m)
+        for m in left:
+            box.pending.append((m, time.monotonic()))
 
     def _embedded(self, exch, m: dict, server_rev: str) -> dict:
         """A legacy server request as an InputRequests entry (MRTR-embedded-requests): without
@@ -210,10 +239,6 @@ class HeldRoundTrips:
         # no longer held while retried (_next holds it again if the server asks again): never forgotten by
         # HELD_TTL while its answer is awaited (CALL_IDLE bounds that), nor retried twice at once
         self.held.pop(held.handle, None)
-        if held.replay:  # after URL elicitations: the original request once more (a new upstream call)
-            again = {k: v for k, v in msg.items()}
-            again["params"] = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
-            return await self._call(exch, again, held.upstream, upstream)
         for key, value in responses.items():
             waiting = held.waiting.pop(key, None)
             if waiting is None:
@@ -231,6 +256,10 @@ class HeldRoundTrips:
             held.waiting.pop(key)
             await self._answer_upstream(exch, held, up_id, None, method, upstream,
                                         error={"code": -32603, "message": "the client gave no answer (mcpx)"})
+        if held.replay:  # after URL elicitations, or server requests sent outside any call: the request itself now (a new upstream call)
+            again = {k: v for k, v in msg.items()}
+            again["params"] = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+            return await self._call(exch, again, held.upstream, upstream)
         return await self._next(exch, rid, held.call_id, held, upstream)
 
     def _answer(self, exch, notes: list[dict], final: dict) -> Answer:

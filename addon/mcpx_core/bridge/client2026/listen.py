@@ -14,6 +14,7 @@ from ...framing.sse import SSEParser, json_values
 from .. import Streamed, Upstream
 from .shared import LATEST, _mint, logger
 from .sessions import Upstream2026Session
+from .get_stream import Subscriber
 
 
 class Listening:
@@ -46,13 +47,14 @@ class Listening:
                                      after="GET stream of the upstream session",
                                      detail=f"honoured: {', '.join(honoured) or 'nothing'}")], "c2s", LATEST, s.server_rev)
         up.listening += 1
-        get: dict[str, Any] = {}
+        box = up.inbox
+        sub: list[Subscriber] = []
 
-        async def ended() -> None:  # the client closed its listen stream: end the GET, unsubscribe
+        async def ended() -> None:  # the client closed its listen stream: off the GET stream (it stays the session's), unsubscribe
             up.listening -= 1
             up.used = time.monotonic()
-            if get.get("flow_id"):
-                upstream.abort(get["flow_id"])
+            if sub and sub[0] in box.listeners:
+                box.listeners.remove(sub[0])
             for uri in honoured.get("resourceSubscriptions") or ():
                 unsub = {"jsonrpc": "2.0", "id": _mint(), "method": "resources/unsubscribe", "params": {"uri": uri}}
                 try:
@@ -61,29 +63,8 @@ class Listening:
                     logger.info(f"mcpx: resources/unsubscribe {uri} after a listen: {e}")
 
         stream = await self.answers.open(on_close=ended)
-        def server_request(m: dict) -> None:
-            # a request the legacy server sends on its GET stream (ping, roots/list, ...): a 2026-07-28
-            # client takes none, and the server waits for an answer: mcpx answers on the client's behalf,
-            # as it does for one sent during a call (ping {}, anything else -32601)
-            ping = m.get("method") == "ping"
-            answer = {"jsonrpc": "2.0", "id": m.get("id"), **({"result": {}} if ping else {"error": {
-                "code": -32601, "message": f"Method not found: {m.get('method')} (no 2026-07-28 equivalent; answered by mcpx)"}})}
-            self.rw.record(exch, [Change(pointer="", action="answer-locally", rule="LC-ping" if ping else "MRTR-server-requests-removed",
-                                         before=f"{m.get('method')} id={m.get('id')!r} on the upstream GET stream",
-                                         detail="answered {} on the client's behalf" if ping else
-                                         "no 2026-07-28 equivalent: -32601 on the client's behalf")],
-                           "s2c", s.server_rev, LATEST)
-
-            async def send() -> None:
-                try:
-                    await upstream.send(json_body.dumps(answer), self._headers(up), f"answer to server request id={m.get('id')!r} "
-                                        f"({m.get('method')}) on a 2026-07-28 listen's GET stream", timeout=60)
-                except Exception as e:
-                    logger.info(f"mcpx: answer to server request {m.get('id')!r} on a listen's GET stream: {e}")
-
-            self._tasks.add(asyncio.get_running_loop().create_task(send()))
-
-        transform = ListenStream(listen, lambda changes: self.rw.record(exch, changes, "s2c", s.server_rev, LATEST), server_request)
+        # the session's GET stream (get_stream.py) answers the server's requests; the listen delivers what it asked for
+        transform = ListenStream(listen, lambda changes: self.rw.record(exch, changes, "s2c", s.server_rev, LATEST), lambda m: None)
         for chunk in transform(None):
             stream.put(chunk)  # the acknowledgement, before anything comes from upstream
 
@@ -94,32 +75,16 @@ class Listening:
                 stream.close()
 
         def on_broken(why: str) -> None:
-            # the GET's connection broke off before its end (the server died, a reset): the listen ends as
-            # when the server ends the GET (what was parsed so far delivered, then the client's stream
-            # closed), and a record says why; never after the client closed its listen (mcpx aborted the GET)
+            # the GET's connection broke off before its end (the server died, a reset), or the GET was refused or
+            # failed: the listen ends as when the server ends the GET (what was parsed so far delivered, then the
+            # client's stream closed), and a record says why; never after the client closed its listen
             if not stream.closed:
-                self.rw.passthrough(exch, "s2c", f"the server's GET stream broke off ({why}): the listen ends")
+                self.rw.passthrough(exch, "s2c", f"{why}: the listen ends")
             on_chunk(b"")
 
-        async def run_get() -> None:
-            headers = {**self._headers(up), "accept": "text/event-stream"}
-            first: asyncio.Future = asyncio.get_running_loop().create_future()
-            try:
-                reply = await upstream.send(b"", headers, "GET stream, for a 2026-07-28 listen", method="GET",
-                                            on_chunk=lambda c: (on_chunk(c), first.done() or first.set_result(True)), stop=first,
-                                            timeout=24 * 3600, on_broken=on_broken)
-                get["flow_id"] = reply.flow_id
-                if stream.closed:
-                    upstream.abort(reply.flow_id)
-                elif not reply.headers.get("content-type", "").startswith("text/event-stream"):
-                    self.rw.passthrough(exch, "s2c", f"the server's GET stream answered HTTP {reply.status}: the listen ends")
-                    stream.close()
-            except Exception as e:
-                self.rw.passthrough(exch, "s2c", f"the server's GET stream failed: {e}: the listen ends")
-                stream.close()
-
-        self._tasks.add(asyncio.get_running_loop().create_task(run_get()))
-        self._tasks = {t for t in self._tasks if not t.done()}
+        sub.append(Subscriber(on_chunk, on_broken))
+        box.listeners.append(sub[0])
+        self._open_get(up, upstream)
         return Streamed(stream)
 
 

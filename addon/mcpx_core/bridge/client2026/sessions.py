@@ -17,6 +17,7 @@ from ...session import Session
 from .. import Answer, Upstream
 from ..era import first_response
 from .shared import NAME, LATEST, NEWEST_LEGACY, _mint, Refused, logger
+from .get_stream import Inbox, wants_get
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Upstream2026Session:
     #: the URL and the keyed digest of the credentials it was opened with (:attr:`Exchange.client_scope`):
     #: only requests with the same use it, or retry a round trip held on it
     scope: tuple = ("", "")
+    #: its GET stream and the server requests that wait for the client's next call (get_stream.py)
+    inbox: Inbox = field(default_factory=Inbox)
 
 
 
@@ -77,6 +80,9 @@ class UpstreamSessions:
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         await upstream.send(json_body.dumps(note), self._headers(up), "notifications/initialized, for a 2026-07-28 client", timeout=30)
         up.upstream = upstream
+        up.inbox.exch = exch
+        if wants_get(caps):  # a server request outside any call can reach this client: read the GET stream from now on
+            self._open_get(up, upstream)
         if shared:
             self.sessions[key] = up
         else:
@@ -92,7 +98,7 @@ class UpstreamSessions:
         """Drop the upstream session whose :class:`Session` is ``session`` (the server answered 404
         for it): the next request of that client makes a new one."""
         for k in [k for k, up in self.sessions.items() if up.session is session]:
-            del self.sessions[k]
+            self._close_get(self.sessions.pop(k))
 
     @staticmethod
     def _headers(up: Upstream2026Session) -> dict[str, str]:
@@ -149,6 +155,7 @@ class UpstreamSessions:
 
     async def _end(self, up: Upstream2026Session, ttl: float) -> None:
         s = up.session
+        self._close_get(up)
         who = f"upstream session of 2026-07-28 client {(s.client_info or {}).get('name', '?')!r} ({s.server_rev})"
         if not s.upstream_id or up.upstream is None:
             logger.info(f"mcpx: {NAME}: {who} idle for more than {ttl:g} s: forgotten (the server gave no session id)")
