@@ -2,7 +2,8 @@
 method and rule, each rule with its one-line meaning.
 
 A rule's meaning comes from the data the rules come from: a ``revision-delta.json`` record (where,
-which revisions define it, and what its action does, the file's own ``rules`` texts), else the
+which revisions define it, and the first sentence of what the record does: its ``rewrite_to``, else the
+file's own ``rules`` text of its action), else the
 docstring's first line of mcpx's own rule (:data:`OWN`, the rules no revision-delta record names:
 the pin, repairs, profiles, passthrough). ``--follow`` prints the summary again each time lines are
 added to the file (as ``tail -f``), until interrupted.
@@ -20,6 +21,8 @@ from importlib import resources
 from ..changes import WORDS
 from ..terminal import printable
 
+#: longest text of what a record's action does (the rest: "…")
+MEANING_MAX = 140
 #: mcpx's own rule ids (no revision-delta record): what each means
 OWN = {
     "MCPX-pin": "the initialize result tells a pinned client an older revision (mcpx_pin, mcpx.pin)",
@@ -54,8 +57,10 @@ def meaning(rule: str) -> str:
     if rec is None:
         return OWN.get(rule, "mcpx's own rule (see docs/troubleshooting.md, what each record means)")
     defined = f"since {rec['introduced']}" + (f", removed {rec['removed']}" if rec.get("removed") else "")
-    action = delta["rules"].get(rec["rule"], rec["rule"]).split(";")[0].rstrip(".")
-    return f"{' '.join(str(rec['where']).split())} ({defined}): {action}"
+    how = " ".join(str(rec.get("rewrite_to") or delta["rules"].get(rec["rule"], rec["rule"])).split())
+    how = how.split(". ")[0].rstrip(".")
+    how = how if len(how) <= MEANING_MAX else how[:MEANING_MAX - 1] + "…"
+    return f"{' '.join(str(rec['where']).split())} ({defined}): {how}"
 
 
 def read(path: str, offset: int = 0) -> tuple[list[dict], int]:

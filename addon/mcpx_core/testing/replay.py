@@ -46,9 +46,9 @@ def replay_flows(flows: list[http.HTTPFlow], options: dict[str, Any] | None = No
             tctx.configure(addon, **(options or {}))
             for f in flows:
                 await tctx.cycle(addon, f)
-            for a in addon.addons:
-                if hasattr(a, "done"):
-                    a.done()
+            # every addon's done hook, and the master's log handler removed: it would outlive this
+            # loop and fail the next log line of the process (a test's own, another replay's)
+            await tctx.master.done()
 
     asyncio.run(run())
     return flows
