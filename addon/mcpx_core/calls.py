@@ -208,3 +208,60 @@ def _credit(flow: http.HTTPFlow, skey: Any, own: list[Call], known: list[Call]) 
             target.dropped += 1
         if r.get("action") == "drop-message":
             target.not_delivered += 1
+
+
+# -- the calls a flow takes part in (the MCP view's header) --------------------------------------
+#: call lines shown for one flow (a batch carries many requests)
+SHOWN = 5
+_cache: dict[str, Any] = {"key": None, "calls": []}
+
+
+def flow_list() -> list[http.HTTPFlow] | None:
+    """Every flow of mitmproxy's flow list (the console, mitmweb), or None where there is none."""
+    try:
+        from mitmproxy import ctx
+
+        if ctx.master is None or ctx.master.addons.get("view") is None:
+            return None
+        return list(ctx.master.commands.call("view.flows.resolve", "@all"))
+    except Exception:  # no master (a plain script), or its view is gone: no other flows
+        return None
+
+
+def _calls_of(flows: list[http.HTTPFlow]) -> list[Call]:
+    """:func:`calls` of the flow list, made again only when a flow came, went or got its response."""
+    key = tuple((f.id, f.response.timestamp_end if f.response is not None else None) for f in flows)
+    if _cache["key"] != key:
+        _cache["key"], _cache["calls"] = key, calls(flows)
+    return _cache["calls"]
+
+
+def _where(flow_id: str | None, here: str) -> str:
+    return "this flow" if flow_id == here else f"flow {flow_id[:8]}" if flow_id else "no flow yet"
+
+
+def lines_for(flow: http.HTTPFlow) -> list[str]:
+    """The calls ``flow`` carries a part of, each naming the flows of its other parts and its duration::
+
+        call tools/call find_note #2: request on this flow, result on flow 3f2a9c1e, 1204 ms
+            round trip: elicitation/create #0 on this flow, result #0 on flow 77b0e2d4
+
+    [] where mitmproxy keeps no flow list (mitmdump)."""
+    flows = flow_list()
+    if not flows:
+        return []
+    out: list[str] = []
+    here = flow.id
+    for c in _calls_of(flows):
+        trips = c.round_trips
+        if here not in (c.request_flow, c.answer_flow) and not any(here in (t.request_flow, t.answer_flow) for t in trips):
+            continue
+        took = f", {c.duration_ms} ms" if c.duration_ms is not None else ""
+        answer = f"{c.answer} on {_where(c.answer_flow, here)}" if c.answer else "no answer yet"
+        out.append(f"call {c.name}: request on {_where(c.request_flow, here)}, {answer}{took}")
+        for t in trips:
+            got = f"{t.answer} on {_where(t.answer_flow, here)}" if t.answer else "no answer yet"
+            out.append(f"    round trip: {t.request} on {_where(t.request_flow, here)}, {got}")
+        if len(out) >= SHOWN:
+            break
+    return out

@@ -26,6 +26,7 @@ from mitmproxy.test import taddons
 from mcpx_core import calls, flowsessions
 from mcpx_core.addons import MCPX
 from mcpx_core.testing import replay
+from mcp_flows import render
 from proxy_lib import ROOT
 
 FLOWS_DIR = ROOT / "flows"
@@ -134,3 +135,28 @@ def _wait(run, done, timeout: float = 30) -> str:
             return text
         time.sleep(0.3)
     raise AssertionError(f"the console did not show it in {timeout} s:\n{text}")
+
+
+def test_the_mcp_view_names_the_other_flows_of_a_call():
+    """sdk-1.13.0 through mcpx, in a flow list: the MCP view of the trigger-sampling-request call
+    names its round trip (the server's sampling/createMessage on the call's stream, the client's
+    result on a later POST) and the call's duration; the view of that later POST names the call."""
+    flows = replay.replay(FLOWS_DIR / "sdk-1.13.0_everything.mitm")
+    call = next(c for c in calls.calls(flows) if c.name == "tools/call trigger-sampling-request #12")
+    trip = call.round_trips[0]
+    by_id = {f.id: f for f in flows}
+
+    async def main():
+        view = View()
+        with taddons.context(view, MCPX()):
+            assert not [ln for ln in render(by_id[call.request_flow])[1].split("\n") if ln.startswith("call ")]  # the list is empty
+            view.add(flows)
+            assert render(by_id[call.request_flow])[1].split("\n")[4:6] == [
+                "call tools/call trigger-sampling-request #12: request on this flow, result on this flow, 600 ms",
+                f"    round trip: sampling/createMessage #0 on this flow, result #0 on flow {trip.answer_flow[:8]}"]
+            assert render(by_id[trip.answer_flow], "request")[1].split("\n")[4:6] == [
+                f"call tools/call trigger-sampling-request #12: request on flow {call.request_flow[:8]}, "
+                f"result on flow {call.request_flow[:8]}, 600 ms",
+                "    round trip: sampling/createMessage #0 "
+                f"on flow {call.request_flow[:8]}, result #0 on this flow"]
+    asyncio.run(main())
