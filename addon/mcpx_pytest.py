@@ -32,6 +32,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the golden files mcpx_golden compares with, instead of comparing")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # mitmproxy imports ldap3, whose pyasn1 names warn on import: noise in every test run that replays
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:ldap3.utils.asn1")
+
+
 def _base(request: pytest.FixtureRequest) -> pathlib.Path:
     return pathlib.Path(request.node.path).parent
 

@@ -11,7 +11,9 @@ import os
 import subprocess
 import sys
 
-from mcpx_core.testing import changelog, cli
+import pytest
+
+from mcpx_core.testing import changelog, cli, replay, run
 from proxy_lib import ROOT
 
 FLOWS = ROOT / "flows"
@@ -140,3 +142,22 @@ def test_log_summary_by_session_method_and_rule(tmp_path, capsys):
         "if no TextContent in `content` already carries the JSON serialisation, append {\"type\":\"text\",\"…")
     more, offset = changelog.read(str(log))
     assert len(more) == 3 and offset == len("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_a_file_recorded_through_mcpx_reads_as_the_replay_of_the_raw_one(tmp_path):
+    """mitmdump -s mcpx.py -w: the file holds what each side was delivered and mcpx's records; read
+    as it is, it gives the same calls as replaying the recording made without mcpx. It cannot be
+    replayed as another revision (its bodies are already rewritten): said so, not guessed."""
+    from mitmproxy import io
+
+    raw = FLOWS / "sdk-1.12.3_everything.mitm"
+    through = tmp_path / "through-mcpx.mitm"
+    with open(through, "wb") as fh:
+        writer = io.FlowWriter(fh)
+        for f in replay.replay(raw):
+            writer.add(f)
+    expected = run.replay_as(raw).golden()
+    assert run.replay_as(through).golden() == expected
+    assert any(c["changes"] for c in expected)
+    with pytest.raises(run.ReplayError, match="was recorded through mcpx: it shows only the recorded revision"):
+        run.replay_as(through, "2024-11-05")

@@ -1,5 +1,6 @@
 """``python -m mcpx``: with no argument, the path of the addon file (for ``mitmdump -s``); ``check``
-and ``log`` read a recording or a change log (:mod:`.check`, :mod:`.changelog`)."""
+and ``log`` read a recording or a change log (:mod:`.check`, :mod:`.changelog`); ``tap`` prints the
+path of the recording tap (:mod:`.tap`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ def main(argv: list[str]) -> int:
     lg = sub.add_parser("log", help="the change log (mcpx_log) summarised by session, method and rule")
     lg.add_argument("file", help="a JSON Lines file written by mcpx_log")
     lg.add_argument("--follow", action="store_true", help="print the summary again as lines are added")
+    sub.add_parser("tap", help="print the path of the recording tap, for mitmdump -s ... -w session.mitm (record without mcpx)")
     args = p.parse_args(argv)
+    if args.command == "tap":
+        import os
+
+        print(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tap.py"))
+        return 0
     if args.command == "check":
         from .check import main as check
         return check(args.file, args.client_revision, args.json)

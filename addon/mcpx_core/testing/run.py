@@ -6,7 +6,8 @@ The client revision is the recorded one (``"recorded"``), or an older one: every
 that opened a session with ``initialize`` is then pinned to it by its clientInfo.name (the
 ``mcpx_pin`` option, as a user pins a client), so the server's messages are delivered as that
 revision defines them. A 2026-07-28 client has no ``initialize`` to pin: such a file replays only as
-recorded (:class:`ReplayError` otherwise).
+recorded (:class:`ReplayError` otherwise). A file recorded through mcpx (``mitmdump -s mcpx.py -w``)
+already holds what each side was delivered and mcpx's records: it is read as it is, as recorded only.
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ def client_names(flows: list[http.HTTPFlow]) -> list[str]:
 def replay_as(path: str | os.PathLike, revision: str = RECORDED, options: dict[str, Any] | None = None) -> Replay:
     """Replay the flow file ``path`` as ``revision`` clients (see the module docstring)."""
     flows = load(path)
+    if any(meta_of(f) for f in flows):
+        # recorded through mcpx (mitmdump -s mcpx.py -w): what each side was delivered is the file itself
+        if revision != RECORDED:
+            raise ReplayError(f"{os.fspath(path)} was recorded through mcpx: it shows only the recorded revision; "
+                              "record without mcpx (python -m mcpx tap) to replay it as other revisions")
+        return Replay(os.fspath(path), revision, results(flows))
     opts = dict(options or {})
     if revision != RECORDED:
         if not revisions.is_known(revision):
