@@ -337,11 +337,11 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
         out.append(f"server:  {ctx.meta.get('server_revision') or '?'}{_who(ctx.meta.get('server_info'))}")
         if ctx.meta.get("answered_by"):  # mcpx answered this flow itself (a bridge): the server never saw it as it is
             out.append(f"answered by mcpx: {ctx.meta['answered_by']}")
+    else:
+        out.append("no mcpx record on this flow")
     if ctx.flow is not None:
         from .calls import lines_for  # (calls.py reads bodies with split_body: imported when rendering, not at load)
         out.extend(lines_for(ctx.flow))  # where mitmproxy keeps a flow list: the flows of the calls' other parts
-    else:
-        out.append("no mcpx record on this flow")
     out.extend(f"note: {n}" for n in notes)
     if body_records:
         out.append("body:")
