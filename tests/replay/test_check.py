@@ -161,3 +161,23 @@ def test_a_file_recorded_through_mcpx_reads_as_the_replay_of_the_raw_one(tmp_pat
     assert any(c["changes"] for c in expected)
     with pytest.raises(run.ReplayError, match="was recorded through mcpx: it shows only the recorded revision"):
         run.replay_as(through, "2024-11-05")
+
+
+def test_log_follow_prints_the_summary_again_as_records_are_added(tmp_path):
+    log = tmp_path / "changes.jsonl"
+    rec = {"session": "s1", "method": "tools/call", "action": "drop", "rule": "SC-structuredContent",
+           "from_rev": "2025-06-18", "to_rev": "2025-03-26"}
+    log.write_text(json.dumps(rec) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "addon"), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "mcpx", "log", str(log), "--follow"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline() == "1 records, 1 sessions\n"
+        with open(log, "a") as fh:
+            fh.write(json.dumps({**rec, "session": "s2"}) + "\n")
+        seen = []
+        while not seen or seen[-1] != "2 records, 2 sessions\n":
+            seen.append(proc.stdout.readline())
+            assert seen[-1], "the follower ended"
+    finally:
+        proc.terminate()
+        proc.wait(10)
