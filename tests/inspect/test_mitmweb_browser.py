@@ -3,11 +3,14 @@
 Real pieces only: the npm everything server, ``mitmweb -s addon/mcpx.py`` in reverse mode on
 loopback, the released ``@modelcontextprotocol/sdk@1.10.2`` client calling get-resource-links
 through it, and Debian's Chromium (scripts/setup_browser.sh) driven headless by npm playwright-core
-(tests/inspect/mitmweb_view.mjs). Screenshots go to test-output/ (gitignored); with
+(tests/inspect/mitmweb_view.mjs). The flow list's Comment column, shown with no setting, names the
+initialize flow and the tool call; mcpx.sessions in the command bar gives the same lines as the flows
+mitmweb saves, read back. Screenshots go to test-output/ (gitignored); with
 MCPX_DOCS_SCREENSHOT=1 the first one also replaces docs/mitmweb-mcp-view.png (the README's).
 """
 from __future__ import annotations
 
+import io as pyio
 import json
 import re
 import os
@@ -21,8 +24,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from mitmproxy import io
 
 import peers_lib as pl
+from mcpx_core import flowsessions
 from proxy_lib import ROOT, ADDON, free_port
 
 pytestmark = pytest.mark.peers
@@ -147,6 +152,10 @@ def test_mcp_flow_opens_with_the_mcp_view_and_its_change_list(mitmweb):
                         r'server mcp-servers/everything 2\.0\.0 speaks 2024-11-05: \d+ messages, 5 changes, 3 dropped"\]',
                         out["commandResult"]), out["commandResult"]
     assert sid not in out["commandResult"]
+    # the flows saved from mitmweb (its "Save" download), read back as -r reads them: the same lines
+    with urllib.request.urlopen(f"{web}/flows/dump?token={token}", timeout=10) as r:
+        saved = list(io.FlowReader(pyio.BytesIO(r.read())).stream())
+    assert flowsessions.lines(saved) == json.loads(out["commandResult"].removeprefix("$ mcpx.sessions"))
     for shot in out["screenshots"]:
         data = Path(shot).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, shot
