@@ -12,7 +12,8 @@ This file only composes the addons; the library lives in ``addon/mcpx_core`` (on
 stage: framing, session, disposition, downgrade, rules, changes, view; ``addons/`` holds the hooks).
 
 Installed (``pip install .``), this file is the module ``mcpx``; ``python -m mcpx`` prints its path,
-for ``mitmdump -s "$(python -m mcpx)" ...`` where no checkout is at hand.
+for ``mitmdump -s "$(python -m mcpx)" ...`` where no checkout is at hand; ``python -m mcpx check
+FILE.mitm`` and ``python -m mcpx log FILE.jsonl`` read a recording and a change log.
 """
 
 from __future__ import annotations
@@ -33,4 +34,8 @@ contentviews.add(view.mcp_view)
 contentviews.add(view.mcp_original_view)
 
 if __name__ == "__main__":  # python -m mcpx: the addon file to give mitmdump/mitmweb/mitmproxy -s
+    if len(sys.argv) > 1:  # python -m mcpx check FILE.mitm / log FILE.jsonl (mcpx_core/testing/cli.py)
+        from mcpx_core.testing.cli import main
+
+        sys.exit(main(sys.argv[1:]))
     print(os.path.abspath(__file__))

@@ -1,49 +1,17 @@
-"""A recording tap for scripts/record_flows.py: stream event-stream responses through unchanged
-and keep a copy of every chunk on the flow, so ``mitmdump -w`` saves what the server sent.
+"""A recording tap for scripts/record_flows.py: the one shipped with mcpx (addon/mcpx_core/testing/tap.py,
+``python -m mcpx tap`` prints its path), which streams event-stream responses through unchanged and
+keeps a copy of every chunk on the flow, so ``mitmdump -w`` saves what the server sent.
 
     mitmdump --mode reverse:http://127.0.0.1:3001 -s scripts/record_tap.py -w session.mitm
-
-Why not plain ``mitmdump -w``: a buffering proxy holds an SSE response back until it ends, so a
-server's sampling or elicitation request would reach the client only after the tool call it
-belongs to has timed out. mitmproxy's own ``stream_large_bodies`` + ``store_streamed_bodies``
-stream without that problem, but keep a streamed body only when the response ends normally; SDK
-clients often close an SSE response as soon as its last event is read, and the body is lost.
-
-The tap changes nothing that is sent: each chunk goes through as it came.
 """
 
 from __future__ import annotations
 
-from mitmproxy import http
+import os
+import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "addon", "mcpx_core", "testing"))
 
-class RecordTap:
-    def __init__(self) -> None:
-        self.bodies: dict[str, bytearray] = {}
-
-    def responseheaders(self, flow: http.HTTPFlow) -> None:
-        if flow.response is None:
-            return
-        if not flow.response.headers.get("content-type", "").lower().startswith("text/event-stream"):
-            return
-        buf = self.bodies.setdefault(flow.id, bytearray())
-
-        def tap(chunk: bytes) -> bytes:
-            buf.extend(chunk)
-            return chunk
-
-        flow.response.stream = tap
-
-    def _keep(self, flow: http.HTTPFlow) -> None:
-        buf = self.bodies.pop(flow.id, None)
-        if buf is not None and flow.response is not None:
-            flow.response.raw_content = bytes(buf)  # raw: still content-encoded, as on the wire
-
-    def response(self, flow: http.HTTPFlow) -> None:
-        self._keep(flow)
-
-    def error(self, flow: http.HTTPFlow) -> None:
-        self._keep(flow)
-
+from tap import RecordTap  # noqa: E402
 
 addons = [RecordTap()]

@@ -8,6 +8,7 @@
 #     /usr/bin/chromium      Debian's Chromium for the mitmweb browser test (scripts/setup_browser.sh:
 #                            apt-get, as root or with passwordless sudo)
 #     /usr/sbin/haproxy      Debian's HAProxy for the replica tests (scripts/setup_haproxy.sh, needs root)
+#     /usr/bin/tmux          Debian's tmux for the console test (scripts/setup_tmux.sh, needs root)
 #   scripts/setup.sh demo   only what scripts/demo.sh needs: .venv without the test tools, the npm peers
 #                            and the mcp 1.8.1 client (scripts/setup_peers.sh demo); no browser, no root
 #
@@ -66,6 +67,7 @@ if [[ "$part" == tests ]]; then
   PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh"
   wait "$browser"
   bash "$ROOT/scripts/setup_haproxy.sh"  # Debian haproxy for the replica tests (after the browser's apt-get: one dpkg at a time)
+  bash "$ROOT/scripts/setup_tmux.sh"  # Debian tmux for the console test
 else
   PEERS_PYTHON="$py" bash "$ROOT/scripts/setup_peers.sh" demo
 fi

@@ -121,3 +121,17 @@ def mark(actions: set[str], answered: bool, error_status: bool, bridged: bool) -
     if bridged:
         return ":link:"
     return ""
+
+
+def own(body: bytes | None, purpose: str, parent: str) -> str:
+    """The comment of a request mcpx sends itself: the messages of its body first, as any flow's
+    (``initialize #0 · mcpx: sent by mcpx: initialize, to seal the session (for flow 3f2a9c1e)``)."""
+    what = ""
+    if body:
+        try:
+            parsed = json_body.parse(body)
+            what = carried(parsed.messages, parsed.batch)
+        except json_body.Unparseable:
+            pass
+    return comment(what, "", f"sent by mcpx: {purpose} (for flow {parent[:8]})")
+

@@ -58,7 +58,30 @@ def sessions_text(live: Iterable[Session], closed: Iterable[Session] = (), evide
 def session_report(live: Iterable[Session], closed: Iterable[Session] = ()) -> tuple[dict, str]:
     """(JSON-able report, text table) of the live sessions, then the closed ones (``"closed": true``)."""
     live, closed = _split(live, closed)
-    sessions = [s.summary() | {"closed": False} for s in live] + [s.summary() | {"closed": True} for s in closed]
+    return _report([s.summary() | {"closed": False} for s in live] + [s.summary() | {"closed": True} for s in closed])
+
+
+def flows_report(found: list) -> tuple[dict, str]:
+    """(JSON-able report, text table) of the sessions of a flow list (:func:`mcpx_core.flowsessions.sessions`):
+    as :func:`session_report`, each session with its ``"calls"`` (:meth:`mcpx_core.calls.Call.as_dict`) and
+    the text with a second table, one row per call: its answer, the flows, its duration and changes."""
+    data, table = _report([s.summary() for s in found])
+    for entry, s in zip(data["sessions"], found):
+        entry["calls"] = [c.as_dict() for c in s.calls]
+    data["totals"]["calls"] = sum(len(s.calls) for s in found)
+    rows = [("session", "call", "answer", "flows", "duration", "changes")]
+    for entry, s in zip(data["sessions"], found):
+        for c in s.calls:
+            where = c.request_flow[:8] + ("" if c.answer_flow in (None, c.request_flow) else f" -> {c.answer_flow[:8]}")
+            answer = (c.answer or "no answer") + "".join(f", {t.request} -> {t.answer or 'no answer'}" for t in c.round_trips)
+            took = f"{c.duration_ms} ms" if c.duration_ms is not None else "-"
+            rows.append((str(entry["session"])[:36], c.name, answer, where, took, str(c.changes)))
+    if len(rows) > 1:
+        table += "\n\ncalls:\n" + _table(rows)
+    return data, table
+
+
+def _report(sessions: list[dict]) -> tuple[dict, str]:
     totals = {k: sum(s[k] for s in sessions) for k in ("messages", "changes", "dropped")}
     totals["sessions"] = len(sessions)
     if any(s.get("audits") for s in sessions):

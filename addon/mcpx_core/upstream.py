@@ -31,6 +31,8 @@ from typing import Any
 
 from mitmproxy import connection, ctx, http
 
+from . import flowlist
+
 logger = logging.getLogger("mcpx")
 
 #: request headers never copied from a client request onto one mcpx originates
@@ -199,7 +201,7 @@ class Sender:
         flow.request = req
         flow.is_replay = "request"
         flow.metadata["mcpx"] = {"origin": ORIGIN, "purpose": purpose, "for_flow": parent.id}
-        flow.comment = f"mcpx: sent by mcpx: {purpose} (for flow {parent.id[:8]})"
+        flow.comment = flowlist.own(body, purpose, parent.id)  # its messages first, as every flow's
         own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable, on_head=on_head, on_broken=on_broken)
         handler = ReplayHandler(flow, ctx.options)
         task = asyncio.get_running_loop().create_task(handler.replay())

@@ -26,6 +26,8 @@ Text shape (exact texts: tests/inspect/test_view.py)::
     client:  2024-11-05 (mcpx-js-client 1.10.2)       (", profile NAME" when a host profile applies)
     server:  2024-11-05 (mcp-servers/everything 2.0.0)
     (answered by mcpx: <why>)     only on a flow a bridge answered itself (bridge/legacy_client.py)
+    call tools/call x #1: request on this flow, result on this flow, 600 ms    (the console, mitmweb:
+        round trip: elicitation/create #0 on this flow, result #0 on flow 3f2a9c1e   calls.lines_for)
 
     [1] result tools/call id=1 · event 1
         rewrite /result/content/1 [CT-resource_link]
@@ -337,6 +339,9 @@ def render(data: bytes, metadata: contentviews.Metadata, original: bool = False)
             out.append(f"answered by mcpx: {ctx.meta['answered_by']}")
     else:
         out.append("no mcpx record on this flow")
+    if ctx.flow is not None:
+        from .calls import lines_for  # (calls.py reads bodies with split_body: imported when rendering, not at load)
+        out.extend(lines_for(ctx.flow))  # where mitmproxy keeps a flow list: the flows of the calls' other parts
     out.extend(f"note: {n}" for n in notes)
     if body_records:
         out.append("body:")

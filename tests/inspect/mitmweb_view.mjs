@@ -6,7 +6,7 @@
 //        "command": "mcpx.sessions", "commandExpect": "text in its result"}'
 //
 // Prints one JSON line: {"view": <content view title>, "original": <title after choosing "mcp original">,
-// "seen": [lines found], "commentSeen": bool, "commandResult": <text mitmweb shows for the command>,
+// "seen": [lines found], "commentSeen": bool, "commentsSeen": {start: bool} (cfg.commentStarts), "commandResult": <text mitmweb shows for the command>,
 // "screenshots": [paths]}; exits 1 (with {"error"}) on failure.
 // Chromium runs headless on loopback only, with a new empty profile that is removed afterwards.
 import { createRequire } from 'node:module';
@@ -45,6 +45,13 @@ try {
   const view = (await page.locator('.contentview .controls h5, .contentview h5').first().textContent({ timeout: 2000 })
     .catch(() => null)) ?? null;
   const commentSeen = cfg.comment ? await page.getByText(cfg.comment, { exact: true }).first().isVisible() : false;
+  // each comment start the flow list must show (a row of the Comment column beginning with it)
+  const commentsSeen = {};
+  for (const start of cfg.commentStarts ?? []) {
+    const re = new RegExp('^' + start.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    commentsSeen[start] = await page.locator('.flow-table td.col-comment').filter({ hasText: re }).first().isVisible()
+      .catch(() => false);
+  }
   // scroll the detail pane so the view starts at the top (the response headers scroll away)
   await page.locator('.contentview').first().evaluate((el) => el.scrollIntoView({ block: 'start' }));
   fs.mkdirSync(cfg.out, { recursive: true });
@@ -72,7 +79,7 @@ try {
     await result.waitFor();
     commandResult = await result.textContent();
   }
-  process.stdout.write(JSON.stringify({ view, original, seen, commentSeen, commandResult, screenshots: shots }) + '\n');
+  process.stdout.write(JSON.stringify({ view, original, seen, commentSeen, commentsSeen, commandResult, screenshots: shots }) + '\n');
 } catch (e) {
   process.stdout.write(JSON.stringify({ error: String(e && e.stack || e) }) + '\n');
   process.exitCode = 1;

@@ -81,7 +81,7 @@ def test_sessions_report_and_pin_by_client_name(tmp_path):
     async def main():
         async with Harness() as h:
             cmd = h.tctx.master.commands.execute
-            assert cmd("mcpx.sessions") == "no MCP sessions yet"
+            assert cmd("mcpx.sessions") == ["no MCP sessions yet"]
             assert cmd("mcpx.pin legacy-client 2024-11-05") == \
                 "clients named 'legacy-client' pinned to 2024-11-05 from their next initialize"
             init, result = await two_sessions(h)
@@ -90,9 +90,9 @@ def test_sessions_report_and_pin_by_client_name(tmp_path):
             assert [(c["pointer"], c["rule"], c["before"], c["after"]) for c in init.metadata["mcpx"]["changes"]] == [
                 ("/result/protocolVersion", "MCPX-pin", '"2025-06-18"', '"2024-11-05"')]
             assert result.comment == "tools/call t #2 · client 2024-11-05, server 2025-06-18 · mcpx: 1 added for 2025-06-18; 1 dropped for 2024-11-05"
-            assert cmd("mcpx.sessions") == SESSIONS
+            assert cmd("mcpx.sessions") == SESSIONS.split("\n")
             path = tmp_path / "report.json"
-            assert cmd(f"mcpx.report {path}") == TABLE
+            assert cmd(f"mcpx.report {path}") == TABLE.split("\n")
             assert orjson.loads(path.read_bytes()) == REPORT
             assert (tmp_path / "report.json.txt").read_text() == TABLE + "\n"
             with pytest.raises(exceptions.CommandError, match="No such file or directory"):
@@ -102,8 +102,8 @@ def test_sessions_report_and_pin_by_client_name(tmp_path):
             # a session the client ends (HTTP DELETE) stays listed, as closed
             await h.exchange(None, None, session="sess-a", method=b"DELETE")
             a_line, b_line = SESSIONS.split("\n")
-            assert cmd("mcpx.sessions") == b_line + "\n" + a_line.replace("sess-a:", "sess-a (closed):")
-            assert cmd(f"mcpx.report {path}") == TABLE_CLOSED
+            assert cmd("mcpx.sessions") == [b_line, a_line.replace("sess-a:", "sess-a (closed):")]
+            assert cmd(f"mcpx.report {path}") == TABLE_CLOSED.split("\n")
             closed = orjson.loads(path.read_bytes())["sessions"]
             assert [(d["session"], d["closed"]) for d in closed] == [("sess-b", False), ("sess-a", True)]
     asyncio.run(main())
@@ -125,9 +125,9 @@ def test_pin_a_live_session():
             assert pinned.comment.endswith(" · client 2024-11-05, server 2025-06-18 · mcpx: 1 added for 2025-06-18; 1 dropped for 2024-11-05")
             assert orjson.loads(pinned.response.content)["result"] == {
                 "content": [{"type": "text", "text": "21 C"}]}  # (the text says 21: no JSON block)
-            assert cmd("mcpx.sessions") == (
+            assert cmd("mcpx.sessions") == [
                 "sess-c: client example-client 1.0.0 receives 2024-11-05 (pinned), server example-server 2.0.0 "
-                "speaks 2025-06-18: 7 messages, 2 changes, 1 dropped")  # 1 header added, 1 dropped
+                "speaks 2025-06-18: 7 messages, 2 changes, 1 dropped"]  # 1 header added, 1 dropped
             assert cmd('mcpx.pin sess-c ""') == "session sess-c unpinned"
             after = await h.exchange(call(3), structured(3), session="sess-c")
             assert after.comment == "tools/call t #3 · 2025-06-18"

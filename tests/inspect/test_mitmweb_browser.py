@@ -3,11 +3,14 @@
 Real pieces only: the npm everything server, ``mitmweb -s addon/mcpx.py`` in reverse mode on
 loopback, the released ``@modelcontextprotocol/sdk@1.10.2`` client calling get-resource-links
 through it, and Debian's Chromium (scripts/setup_browser.sh) driven headless by npm playwright-core
-(tests/inspect/mitmweb_view.mjs). Screenshots go to test-output/ (gitignored); with
+(tests/inspect/mitmweb_view.mjs). The flow list's Comment column, shown with no setting, names the
+initialize flow and the tool call; mcpx.sessions in the command bar gives the same lines as the flows
+mitmweb saves, read back. Screenshots go to test-output/ (gitignored); with
 MCPX_DOCS_SCREENSHOT=1 the first one also replaces docs/mitmweb-mcp-view.png (the README's).
 """
 from __future__ import annotations
 
+import io as pyio
 import json
 import re
 import os
@@ -21,8 +24,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from mitmproxy import io
 
 import peers_lib as pl
+from mcpx_core import flowsessions
 from proxy_lib import ROOT, ADDON, free_port
 
 pytestmark = pytest.mark.peers
@@ -91,6 +96,11 @@ def flows(web: str, token: str) -> list[dict]:
         return json.loads(r.read())
 
 
+def _request_body(web: str, token: str, flow: dict) -> bytes:
+    with urllib.request.urlopen(f"{web}/flows/{flow['id']}/request/content.data?token={token}", timeout=10) as r:
+        return r.read()
+
+
 def test_mcp_flow_opens_with_the_mcp_view_and_its_change_list(mitmweb):
     proxy_url, web, token = mitmweb
     ops = [op for op in pl.scenario_ops("everything", "sdk-1.10.2") if op["id"] == "get-resource-links"]
@@ -114,7 +124,8 @@ def test_mcp_flow_opens_with_the_mcp_view_and_its_change_list(mitmweb):
     expect_original = ['"type": "resource_link"', "sent:"]
     cfg = {"url": f"{web}/?token={token}", "flow": flow["id"], "comment": COMMENT,
            "expect": expect, "expectOriginal": expect_original, "out": str(OUT),
-           "command": "mcpx.sessions", "commandExpect": "(closed): client mcpx-js-client 1.10.2 receives"}
+           "command": "mcpx.sessions", "commandExpect": "(closed): client mcpx-js-client 1.10.2 receives",
+           "commentStarts": ["initialize #0 · 2024-11-05", "tools/call get-resource-links #1 · 2024-11-05"]}
     cp = subprocess.run([shutil.which("node") or "node", str(DRIVER), json.dumps(cfg)], capture_output=True,
                         timeout=90, cwd=str(ROOT))
     lines = [ln for ln in cp.stdout.decode(errors="replace").splitlines() if ln.strip()]
@@ -124,14 +135,27 @@ def test_mcp_flow_opens_with_the_mcp_view_and_its_change_list(mitmweb):
     assert out["view"] == "MCP"  # chosen automatically (render priority above the JSON view)
     assert out["seen"] == expect
     assert out["commentSeen"] is True
+    # without any setting, the flow list's Comment column says what each flow is: initialize, each tool call by name
+    assert out["commentsSeen"] == {"initialize #0 · 2024-11-05": True, "tools/call get-resource-links #1 · 2024-11-05": True}
+    listed = flows(web, token)
+    calls = [f["comment"] for f in listed if b'"tools/call"' in _request_body(web, token, f)]
+    assert calls == [COMMENT]
+    # the client's initialize, then mcpx's own initialize that seals the session: each names its message first
+    assert [f["comment"].split(" · ")[:2] for f in listed if f["request"]["method"] == "POST"][:2] == [
+        ["initialize #0", "2024-11-05"], ["initialize #0", f"mcpx: sent by mcpx: initialize, to seal the session (for flow {listed[0]['id'][:8]})"]]
     assert out["original"] == "MCP original"
     sid = next(v for k, v in flow["response"]["headers"] if k.lower() == "mcp-session-id")
     assert sid.startswith("mcpx1.")  # the client holds a sealed token; commands name the session by its handle
-    # mitmweb shows the command and its result as JSON; the client ended the session (DELETE): listed as closed
-    assert re.fullmatch(r'\$ mcpx\.sessions"s-[0-9a-f]{16} \(closed\): client mcpx-js-client 1\.10\.2 receives 2024-11-05, '
-                        r'server mcp-servers/everything 2\.0\.0 speaks 2024-11-05: 5 messages, 5 changes, 3 dropped"',
+    # mitmweb shows the command and its result (one line per session) as JSON; read from the flow list's
+    # metadata; the client ended the session (DELETE): listed as closed
+    assert re.fullmatch(r'\$ mcpx\.sessions\["s-[0-9a-f]{16} \(closed\): client mcpx-js-client 1\.10\.2 receives 2024-11-05, '
+                        r'server mcp-servers/everything 2\.0\.0 speaks 2024-11-05: \d+ messages, 5 changes, 3 dropped"\]',
                         out["commandResult"]), out["commandResult"]
     assert sid not in out["commandResult"]
+    # the flows saved from mitmweb (its "Save" download), read back as -r reads them: the same lines
+    with urllib.request.urlopen(f"{web}/flows/dump?token={token}", timeout=10) as r:
+        saved = list(io.FlowReader(pyio.BytesIO(r.read())).stream())
+    assert flowsessions.lines(saved) == json.loads(out["commandResult"].removeprefix("$ mcpx.sessions"))
     for shot in out["screenshots"]:
         data = Path(shot).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, shot

@@ -80,9 +80,9 @@ def test_profile_and_audit_in_view_comment_sessions_and_report(tmp_path):
                 {"pointer": "/result", "action": "audit", "rule": "MCPX-audit-dual", "detail": FINDING}]
             assert render(f) == ("MCP", AUDIT_VIEW)
             assert f.comment == "tools/call search #2 · 2025-06-18 · mcpx: 1 audited for 2025-06-18" and not f.marked
-            assert cmd("mcpx.sessions") == SESSIONS
+            assert cmd("mcpx.sessions") == SESSIONS.split("\n")
             path = tmp_path / "report.json"
-            assert cmd(f"mcpx.report {path}") == TABLE
+            assert cmd(f"mcpx.report {path}") == TABLE.split("\n")
             report = orjson.loads(path.read_bytes())
             assert [(s["session"], s.get("profile"), s.get("audits")) for s in report["sessions"]] == [
                 ("s1", "pydantic-ai-0.4", None), ("s2", None, 1)]
@@ -164,7 +164,7 @@ def test_a_zstd_client_is_not_taken_for_langchain():
             assert orjson.loads(call.response.content)["result"]["content"][0]["type"] == "resource"
             assert [(c["pointer"], c["rule"], c["profile"]) for c in call.metadata["mcpx"]["changes"]] == [
                 ("/result/content/0", "MCPX-profile-content", "mcp-1.9")]
-            assert h.tctx.master.commands.execute("mcpx.sessions").startswith(
+            assert h.tctx.master.commands.execute("mcpx.sessions")[0].startswith(
                 "mu: client mcp 0.1.0 (profile mcp-1.9 on clientInfo mcp ==0.1.0, protocolVersion 2025-03-26) receives 2025-03-26")
             # langchain's own profile still applies where the user says so
             h.tctx.options.update(mcpx_profile="langchain-mcp-adapters-0.1")

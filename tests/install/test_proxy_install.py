@@ -5,9 +5,13 @@ orjson, pydantic and their dependencies, none of the test tools; ``python -m mcp
 installed addon file, and that venv's ``mitmdump -s`` on it, started outside the checkout, puts mcpx
 in front of the real npm everything server and rewrites one real exchange for a 2025-03-26 client.
 
+Then, in the same venv with pytest added, a user's own project tests a recorded session with mcpx's
+pytest plugin (its pytest11 entry point): goldens written, passing, a changed value failing with its
+diff, rewritten.
+
 It makes a venv and installs about 45 packages from PyPI (about 35 s on 2 cores with a warm pip
-cache), so it runs in CI only, after the tests: ``scripts/test_install.sh`` (``MCPX_INSTALL_TEST=1``).
-Elsewhere it is skipped.
+cache; the plugin test adds pytest and four pytest runs, 45-60 s on a loaded machine), so it runs in
+CI only, after the tests: ``scripts/test_install.sh`` (``MCPX_INSTALL_TEST=1``). Elsewhere it is skipped.
 """
 from __future__ import annotations
 
@@ -42,11 +46,14 @@ def clean_copy(dest) -> None:
             (dest / rel).write_bytes(src.read_bytes())
 
 
-def test_proxy_only_install_rewrites_a_real_exchange(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(clean copy, venv) of the README's proxy-only install, made once for this module's tests."""
     missing = peers_lib.peers_missing()
     if missing:
         pytest.fail(f"test peers missing: {missing}; run scripts/setup.sh first")
-    src, venv = tmp_path / "mcpx", tmp_path / "venv"
+    tmp = tmp_path_factory.mktemp("install")
+    src, venv = tmp / "mcpx", tmp / "venv"
     clean_copy(src)
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -57,7 +64,11 @@ def test_proxy_only_install_rewrites_a_real_exchange(tmp_path):
     t2 = time.monotonic()
     assert cp.returncode == 0, cp.stderr.decode(errors="replace")[-3000:]
     print(f"\nproxy-only install: venv {t1 - t0:.1f} s, pip install {t2 - t1:.1f} s")
+    return src, venv
 
+
+def test_proxy_only_install_rewrites_a_real_exchange(installed, tmp_path):
+    src, venv = installed
     listed = json.loads(subprocess.run([str(venv / "bin" / "pip"), "list", "--format=json", "--disable-pip-version-check"],
                                        capture_output=True, check=True).stdout)
     names = {p["name"].lower() for p in listed}
@@ -85,3 +96,63 @@ def test_proxy_only_install_rewrites_a_real_exchange(tmp_path):
     first = [re.sub(r"^\[[\d:.]+\] ", "", line) for line in px.output().splitlines()][:2]
     assert first[0] == f"Loading script {addon}"
     assert first[1].startswith(f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; ")
+
+
+USER_TEST = '''\
+def test_recorded_session_still_served(mcpx_replay, mcpx_golden):
+    for revision in ("recorded", "2024-11-05"):
+        run = mcpx_replay("session.mitm", revision)
+        assert run.not_delivered == [] and run.invalid == []
+        mcpx_golden(run, f"session.{revision}.golden.json")
+'''
+
+
+def test_a_user_project_tests_a_recorded_session_with_the_plugin(installed, tmp_path):
+    """The same install plus pytest (the lock's version), as a user adds it to their project: a new
+    project outside the checkout, one test on a real recorded session (flows/mcp-1.9.4_py-json: the
+    released mcp 1.9.4 client against the PyPI mcp 2.3.0 server) with the plugin's fixtures, found
+    through its pytest11 entry point. --mcpx-update-goldens writes the goldens, a plain run passes,
+    a changed golden value fails with a diff showing it, --mcpx-update-goldens makes it pass again."""
+    src, venv = installed
+    t0 = time.monotonic()
+    cp = subprocess.run([str(venv / "bin" / "pip"), "install", "-qq", "--disable-pip-version-check", "-c", "requirements.lock", "pytest"],
+                        cwd=src, capture_output=True, timeout=600)
+    assert cp.returncode == 0, cp.stderr.decode(errors="replace")[-3000:]
+    t1 = time.monotonic()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "session.mitm").write_bytes((ROOT / "flows" / "mcp-1.9.4_py-json.mitm").read_bytes())
+    (project / "test_session.py").write_text(USER_TEST)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MCPX_INSTALL_TEST")}
+
+    def pytest_run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=project,
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    wrote = pytest_run("--mcpx-update-goldens")
+    assert wrote.returncode == 0, wrote.stdout + wrote.stderr
+    golden = project / "session.2024-11-05.golden.json"
+    text = golden.read_text()
+    data = json.loads(text)
+    assert (data["file"], data["client_revision"]) == ("session.mitm", "2024-11-05")
+    add = next(c for c in data["calls"] if c["call"] == "tools/call add #2")
+    assert [(r["pointer"], r["action"], r["rule"]) for r in add["changes"]] == [("/result/structuredContent", "drop", "SC-structuredContent")]
+    assert [d["to"] for d in add["delivered"]] == ["server", "client"]
+    assert "structuredContent" not in add["delivered"][1]["message"]["result"]
+    assert pytest_run().returncode == 0
+
+    golden.write_text(text.replace('"rule": "SC-structuredContent"', '"rule": "SC-edited-by-hand"', 1))
+    failed = pytest_run()
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert '-          "rule": "SC-edited-by-hand",' in failed.stdout.splitlines(), failed.stdout
+    assert '+          "rule": "SC-structuredContent",' in failed.stdout.splitlines(), failed.stdout
+    assert "differs from" in failed.stdout and "--mcpx-update-goldens" in failed.stdout
+
+    again = pytest_run("--mcpx-update-goldens")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert golden.read_text() == text
+    # the same install's check command, outside the checkout
+    check = subprocess.run([str(venv / "bin" / "python"), "-m", "mcpx", "check", "session.mitm"], cwd=project,
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert check.returncode == 0 and check.stdout.endswith("\nok\n"), check.stdout + check.stderr
+    print(f"\nplugin: pip install pytest {t1 - t0:.1f} s, the project's four pytest runs and check {time.monotonic() - t1:.1f} s")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 
 import orjson
-from mitmproxy import command, exceptions, types
+from mitmproxy import command, ctx, exceptions, types
 
-from .. import revisions
-from ..report import session_report, sessions_text
+from .. import flowsessions, revisions
+from ..report import flows_report, session_report, sessions_text
 from .state import State
 
 logger = logging.getLogger("mcpx")
@@ -21,20 +22,40 @@ class Commands:
     def __init__(self, state: State) -> None:
         self.state = state
 
+    @staticmethod
+    def _flows() -> list | None:
+        """Every flow of mitmproxy's flow list (the console, mitmweb: live or read with ``-r``), or
+        None where there is none (mitmdump): the commands then read mcpx's live sessions."""
+        if ctx.master is None or ctx.master.addons.get("view") is None:
+            return None
+        return list(ctx.master.commands.call("view.flows.resolve", "@all"))
+
     @command.command("mcpx.sessions")
-    def sessions(self) -> str:
-        """Each known MCP session (live, then the last 1000 the client ended): client and server info, revisions, message and change counts."""
-        text = sessions_text(self.state.tracker, self.state.closed, self.state.rewriter.profiles.evidence)
-        logger.info(text, extra={"mcpx_lines": True})  # one line per session, each escaped (terminal.py)
-        return text
+    def sessions(self) -> Sequence[str]:
+        """Each MCP session of the flow list, from what mcpx stored on its flows (a 2026-07-28 client: "(no
+        session)"): client and server info, revisions, message and change counts. Without a flow list
+        (mitmdump): the live sessions, then the last 1000 the client ended.
+
+        Returns one line per session (the console shows them as rows); each is also one entry of the event log."""
+        flows = self._flows()
+        if flows is not None:
+            lines = flowsessions.lines(flows)
+        else:
+            lines = sessions_text(self.state.tracker, self.state.closed, self.state.rewriter.profiles.evidence).split("\n")
+        for line in lines:
+            logger.info(line)  # one event log entry per line (mitmweb's command bar shows a value as JSON)
+        return lines
 
     @command.command("mcpx.report")
-    def report(self, path: types.Path) -> str:
+    def report(self, path: types.Path) -> Sequence[str]:
         """Write a per-session summary of what was dropped or rewritten for whom: JSON to PATH, a text table to PATH.txt.
 
-        Returns the text table. Raises CommandError when a file cannot be written.
+        Read from the flow list where there is one (as ``mcpx.sessions``), with a table of the calls and
+        their durations. Returns the text table, one line per row. Raises CommandError when a file cannot be written.
         """
-        data, table = session_report(self.state.tracker, self.state.closed)
+        flows = self._flows()
+        data, table = flows_report(flowsessions.sessions(flows)) if flows is not None \
+            else session_report(self.state.tracker, self.state.closed)
         path = os.path.expanduser(path)
         try:
             with open(path, "wb") as fh:
@@ -44,7 +65,7 @@ class Commands:
         except OSError as e:
             raise exceptions.CommandError(f"mcpx.report: {e}") from e
         logger.info(f"mcpx: report written to {path} and {path}.txt")
-        return table
+        return table.split("\n")
 
     @command.command("mcpx.pin")
     def pin(self, target: str, revision: str) -> str:
