@@ -225,6 +225,9 @@ class SessionTracker:
         self._alias: dict[str, Session] = {}  # key -> session
         self.pins: dict[str, str] = {}  # clientInfo.name -> revision
         self.ended: OrderedDict[str, None] = OrderedDict()  # tokens of sessions ended by a DELETE (see terminate)
+        #: sessions started by an initialize, and opened again from a token not in memory (metrics.py reads them)
+        self.opened = 0
+        self.reopened = 0
 
     def __len__(self) -> int:
         return len(self._lru)
@@ -299,6 +302,7 @@ class SessionTracker:
             if s is None or s.token is None:
                 s = Session.from_facts(facts, token)
                 self._put(facts.sid, s)
+                self.reopened += 1
             self._put(token, s)
             self.expire()
         elif endpoint is not None and s.endpoint != endpoint_digest(endpoint):
@@ -341,6 +345,7 @@ class SessionTracker:
         pin = self.pins.get((s.client_info or {}).get("name", ""))
         if pin:
             s.pinned_rev = pin
+        self.opened += 1
         self._put(key, s)
         self._put(s.key, s)
         for k in client_keys:

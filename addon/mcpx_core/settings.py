@@ -149,6 +149,20 @@ Count = Annotated[int, _text("count", parse_count)]
 Pins = Annotated[dict[str, str], BeforeValidator(parse_pins)]
 
 
+def parse_address(text: str) -> str:
+    """``HOST:PORT`` as typed (``"127.0.0.1:9090"``, ``"[::1]:9090"``, ``""`` for none); the text
+    itself. Raises ValueError for anything else."""
+    if not text:
+        return ""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c.isspace() for c in host):
+        raise ValueError("not HOST:PORT (e.g. 127.0.0.1:9090)")
+    return text
+
+
+Address = Annotated[str, BeforeValidator(lambda v: parse_address(v) if isinstance(v, str) else v)]
+
+
 def _opt(default: Any, kind: str, example: str, help: str) -> Any:
     return Field(default, description=help, examples=[example], json_schema_extra={"kind": kind})
 
@@ -237,6 +251,13 @@ class Settings(BaseModel):
     pin: Pins = _opt(
         (), "list", "old-client=2025-03-26",
         "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
+    drain_grace: Duration = _opt(
+        "30s", "duration", "30s",
+        "On SIGTERM: stop listening, answer /healthz 503, let the requests in flight (SSE answers included) finish for "
+        "at most this long, then exit. 0: exit at once, as mitmproxy does. A duration: seconds, or with a unit (30s, 2m).")
+    metrics: Address = _opt(
+        "", "text", "127.0.0.1:9090",
+        "Serve Prometheus metrics (/metrics) and /healthz on HOST:PORT (200 while serving, 503 while draining). Default: off.")
 
     @field_validator("max_body")
     @classmethod

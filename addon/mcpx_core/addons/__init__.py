@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from .authorization import Authorization
 from .commands import Commands
+from .drain import Drain
 from .expiry import Expiry
+from .metrics import MetricsEnd, MetricsStart
 from .options import Options
 from .requests import ClientRequests
 from .responses import ServerResponses
@@ -18,8 +20,12 @@ from .state import State
 
 
 def default_addons(state: State) -> list:
-    """The addons of one mcpx, sharing ``state``."""
-    return [Options(state), ClientRequests(state), Authorization(state), ServerResponses(state), Commands(state), Expiry(state), state.framing]
+    """The addons of one mcpx, sharing ``state``. The metrics hooks come before and after the others
+    (they time them); the drain tracks every flow."""
+    drain = Drain(state)
+    start = MetricsStart(state, drain)
+    return [Options(state), start, drain, ClientRequests(state), Authorization(state), ServerResponses(state), Commands(state),
+            Expiry(state), state.framing, MetricsEnd(start)]
 
 
 class MCPX:
@@ -32,4 +38,5 @@ class MCPX:
         self.addons = default_addons(self.state)
 
 
-__all__ = ["MCPX", "default_addons", "State", "Options", "ClientRequests", "ServerResponses", "Commands", "Expiry", "Authorization"]
+__all__ = ["MCPX", "default_addons", "State", "Options", "ClientRequests", "ServerResponses", "Commands", "Expiry", "Authorization",
+           "Drain", "MetricsStart", "MetricsEnd"]

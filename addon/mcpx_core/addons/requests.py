@@ -198,6 +198,7 @@ class ClientRequests:
     async def _bridge(self, flow: http.HTTPFlow, exch, name: str, body: bytes | None, names: dict[str, str]) -> None:
         """Hand the request to the cross-era bridge ``name`` and carry out what it says."""
         st = self.state
+        st.on_bridge(flow, name)
         bridge = st.bridges.get(name)
         if bridge is None or not st.sender.available(flow):
             st.rewriter.passthrough(exch, "c2s", f"bridge {name!r} unavailable (offline replay or not loaded): forwarded untouched")

@@ -135,6 +135,12 @@ class State:
         #: write every change record to mitmproxy's log (debug level, one entry per message): set by
         #: ``mcpx_record_lines``, or by mitmproxy's own termlog_verbosity / console_eventlog_verbosity "debug"
         self.record_lines = False
+        #: SIGTERM came and mcpx drains before it exits (addons/drain.py): /healthz answers 503
+        self.draining = False
+        #: the counters of mcpx_metrics (:class:`~mcpx_core.metrics.Metrics`), None while it is off
+        self.metrics: Any = None
+        #: told of each client request handed to a bridge, with the bridge's name (addons/metrics.py)
+        self.on_bridge: Any = lambda flow, name: None
         self.sinks_changed()
 
     def sinks_changed(self) -> None:
@@ -187,6 +193,8 @@ class State:
         Under mitmproxy the root logger is at DEBUG (its handlers filter), and every log record is
         also dispatched to every addon's ``add_log`` hook: a debug entry per record would cost tens
         of microseconds per change even when no handler shows it."""
+        if self.metrics is not None:
+            self.metrics.changes(changes)
         if self.log_file:
             try:
                 self.log_file.write(changes)

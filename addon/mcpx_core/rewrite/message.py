@@ -55,6 +55,8 @@ class Rules(Records, Bodies):
         #: whether every record is read (``on_changes`` writes a log, say): when False, only the records the
         #: flow keeps (:data:`FLOW_KEEP_MAX`) get their before/after summaries; the others are only counted
         self.summarize_all = True
+        #: called with each message's entry (direction, kind, method, id) and its revisions (metrics.py)
+        self.on_message: Callable[[dict, str | None, str | None], None] | None = None
 
     def _one(self, exch: Exchange, msg: Any, direction: str, from_rev: str | None, to_rev: str | None,
              split: json_body.ArraySplit | None = None, source: bytes | None = None) -> Outcome | None:
@@ -130,6 +132,8 @@ def rule_pass(rules: Rules, exch: Exchange, msg: Any, direction: str, from_rev: 
         if method == "initialize" and kind == "result" and exch.initialize is not None:  # (not a repeat in a session)
             from_rev, to_rev = _learn_initialize(rules, exch, msg)
     entry = {"direction": direction, "kind": kind, "method": method, "id": json_body.plain_id(jid)}
+    if rules.on_message is not None:  # metrics.py: messages by direction, method and revisions
+        rules.on_message(entry, from_rev, to_rev)
     if len(exch.messages) < FLOW_KEEP_MAX:
         exch.messages.append(entry)
     else:
