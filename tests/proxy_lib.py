@@ -53,6 +53,8 @@ class Proxy:
         if script:
             argv += ["-s", str(addon or ADDON)]
             opts["mcpx_log"] = self.log_path
+            # a test stops mitmdump with SIGTERM: no drain (addons/drain.py), whatever is still in flight
+            opts["mcpx_drain_grace"] = "0s"
             if "mcpx_session_keys" not in (options or {}):
                 if not self.key_path.exists():
                     _write_key(self.key_path)

@@ -53,6 +53,8 @@ class Drain:
         return sum(1 for m in self.inflight.values() if m != "GET")
 
     def running(self) -> None:
+        if not type(ctx.master).__module__.startswith("mitmproxy.tools."):
+            return  # not mitmdump, mitmweb or the console (a test's master): signals stay the process's
         try:
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.sigterm)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signals
