@@ -18,8 +18,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-PROXY = ("mcpx", "mitmproxy", "orjson", "pydantic")
-TEST = ("pytest", "pytest-timeout", "pytest-xdist", "jsonschema", "hypothesis")
+PROXY = ("mcpx", "mitmproxy", "orjson", "pydantic", "prometheus-client")
+TEST = ("pytest", "pytest-timeout", "pytest-xdist", "jsonschema", "hypothesis", "kubernetes-validate")
 
 
 def norm(name: str) -> str:

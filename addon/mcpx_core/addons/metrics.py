@@ -17,7 +17,6 @@ from collections import OrderedDict
 from mitmproxy import http
 
 from .. import upstream
-from ..metrics import Metrics, Server
 from .drain import Drain
 from .state import State
 
@@ -33,7 +32,7 @@ class MetricsStart:
     def __init__(self, state: State, drain: Drain) -> None:
         self.state = state
         self.drain = drain
-        self.server: Server | None = None
+        self.server = None  # a mcpx_core.metrics.Server while mcpx_metrics is set
         self.started: dict[str, float] = {}
 
     def configure(self, updated: set[str]) -> None:
@@ -46,6 +45,7 @@ class MetricsStart:
         self.done()
         if not address:
             return
+        from ..metrics import Metrics, Server  # prometheus-client is imported only when metrics are on
         if st.metrics is None:
             st.metrics = Metrics(st.tracker)
             st.metrics.inflight.set_function(self.drain.waited_for)
