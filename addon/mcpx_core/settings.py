@@ -248,9 +248,6 @@ class Settings(BaseModel):
         "Bridge OAuth discovery between revisions at the MCP origin: serve a 2025-03-26 client the metadata of the "
         "authorization server a server's protected resource metadata names, and synthesize protected resource "
         "metadata for a server that publishes only its own (a record each). Off: discovery passes through untouched.")
-    pin: Pins = _opt(
-        (), "list", "old-client=2025-03-26",
-        "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
     drain_grace: Duration = _opt(
         "30s", "duration", "30s",
         "On SIGTERM: stop listening, answer /healthz 503, let the requests in flight (SSE answers included) finish for "
@@ -258,6 +255,9 @@ class Settings(BaseModel):
     metrics: Address = _opt(
         "", "text", "127.0.0.1:9090",
         "Serve Prometheus metrics (/metrics) and /healthz on HOST:PORT (200 while serving, 503 while draining). Default: off.")
+    pin: Pins = _opt(
+        (), "list", "old-client=2025-03-26",
+        "Pin clients to an older revision, as CLIENT_NAME=REVISION (clientInfo.name); may be given several times.")
 
     @field_validator("max_body")
     @classmethod
