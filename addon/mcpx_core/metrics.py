@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -151,6 +152,10 @@ class _Threading(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
 
+class _Threading6(_Threading):
+    address_family = socket.AF_INET6
+
+
 class _Quiet(WSGIRequestHandler):
     def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
         pass
@@ -166,7 +171,9 @@ class Server:
         self.address = address
         self._draining = draining
         self._scrape = make_wsgi_app(metrics.registry)
-        self.httpd = make_server(host.strip("[]"), int(port), self._app, server_class=_Threading, handler_class=_Quiet)
+        host = host.strip("[]")
+        server = _Threading6 if ":" in host else _Threading  # [::1]:9090
+        self.httpd = make_server(host, int(port), self._app, server_class=server, handler_class=_Quiet)
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="mcpx-metrics", daemon=True)
         self.thread.start()
 

@@ -1,7 +1,7 @@
 """The proxy-only install of the README ("Install only the proxy"), from a clean copy of the checkout.
 
 A fresh venv and ``pip install -c requirements.lock .`` in the copy: the venv holds mcpx, mitmproxy,
-orjson, pydantic and their dependencies, none of the test tools; ``python -m mcpx`` names the
+orjson, pydantic, prometheus-client and their dependencies, none of the test tools; ``python -m mcpx`` names the
 installed addon file, and that venv's ``mitmdump -s`` on it, started outside the checkout, puts mcpx
 in front of the real npm everything server and rewrites one real exchange for a 2025-03-26 client.
 
@@ -72,7 +72,7 @@ def test_proxy_only_install_rewrites_a_real_exchange(installed, tmp_path):
     listed = json.loads(subprocess.run([str(venv / "bin" / "pip"), "list", "--format=json", "--disable-pip-version-check"],
                                        capture_output=True, check=True).stdout)
     names = {p["name"].lower() for p in listed}
-    assert {"mcpx", "mitmproxy", "orjson", "pydantic"} <= names
+    assert {"mcpx", "mitmproxy", "orjson", "pydantic", "prometheus-client"} <= {n.replace("_", "-") for n in names}
     assert not names & TEST_TOOLS
     assert next(p["version"] for p in listed if p["name"].lower() == "mcpx") == __version__
 

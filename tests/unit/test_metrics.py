@@ -69,3 +69,16 @@ def test_metrics_and_drain_options():
             Settings.parse({"mcpx_metrics": bad})
         assert e.value.line == f'mcpx: invalid value "{bad}" for mcpx_metrics: not HOST:PORT (e.g. 127.0.0.1:9090); ' \
                                f"e.g. --set mcpx_metrics=127.0.0.1:9090"
+
+
+def test_an_ipv6_address_is_served():
+    address = f"[::1]:{free_port()}"
+    try:
+        srv = metrics.Server(metrics.Metrics(), address, lambda: False)
+    except OSError as e:  # a kernel without IPv6
+        pytest.skip(f"no IPv6 loopback: {e}")
+    try:
+        with urllib.request.urlopen(f"http://{address}/healthz", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        srv.close()
