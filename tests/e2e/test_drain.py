@@ -120,7 +120,7 @@ def test_sigterm_lets_the_call_in_flight_finish(upstream, tmp_path):
     finally:
         px.stop()
     assert px.proc.returncode == 0
-    assert 0.6 < took < 3, took  # the call's last 0.8 s, then at once
+    assert 0.6 < took < 5, took  # the call's last 0.8 s, then at once (a loaded machine: slower)
     out = px.output()
     assert "mcpx: SIGTERM: draining: 1 listener(s) closed, /healthz answers 503; 1 request(s) in flight, " \
            "exiting when they end or in 10s" in out
@@ -140,7 +140,7 @@ def test_the_grace_period_bounds_the_drain(upstream, tmp_path):
         took = time.monotonic() - signalled
     finally:
         px.stop()
-    assert 0.9 < took < 2.5, took
+    assert 0.9 < took < 4, took  # the grace period, then mitmproxy's own shutdown (a loaded machine: slower)
     out = px.output()
     assert "1 request(s) in flight, exiting when they end or in 1s" in out
     assert "mcpx: drain grace period over with 1 request(s) still in flight: exiting" in out
