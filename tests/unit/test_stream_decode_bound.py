@@ -13,7 +13,7 @@ import zlib
 
 import brotli
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcpx_core.framing.encoding import ChunkTooLarge, DecodeFailed, stream_decoder
@@ -113,6 +113,7 @@ def cut(data: bytes, points: list[int]) -> list[bytes]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(enc=st.sampled_from(ENCODINGS), points=st.lists(st.integers(0, 1 << 20), max_size=12))
+@example(enc="br", points=[321760])  # brotli 1.2 kept 2,997 bytes of the first chunk's output for the next call
 def test_within_the_limit_the_output_is_the_unbounded_decoders(enc, points):
     """However the stream is cut: with the limit at the largest chunk's output, every chunk decodes
     to what the unbounded decoder gives it; one byte lower, the chunk with the largest output fails

@@ -195,7 +195,15 @@ def _br(limit: int | None = None) -> Callable[[bytes], bytes]:
     import brotli  # installed with mitmproxy
     d = brotli.Decompressor()
     if limit is None:
-        return _Opaque(d.process)
+        def free(chunk: bytes) -> bytes:
+            """The chunk's whole output: brotli 1.2 returns one output block per ``process`` and keeps
+            the rest for a later call, so the decoder is drained with ``process(b"")``, as the bounded
+            one is (else an event a chunk completes would wait for the next chunk)."""
+            out = [d.process(chunk)]
+            while piece := d.process(b""):
+                out.append(piece)
+            return b"".join(out)
+        return _Opaque(free)
 
     def bounded(chunk: bytes) -> bytes:
         """The chunk's output in blocks of at most the bytes left plus one (and one output block): the
