@@ -12,7 +12,8 @@ Parts (see core.py and proxy.py for how each figure is taken):
    mcp 2.3.0 server, same bounded load, JSON and SSE responses, 2 KB and 1 MB results;
    2b. the rewrite-heavy bodies through mitmdump, from a loopback server writing prebuilt bytes;
 3. streaming: time to first SSE event, and proxy memory over 1,000- to 20,000-event streams;
-4. memory: peak RSS the rewrite of a 50 MB result adds.
+4. memory: peak RSS the rewrite of a 50 MB result adds;
+5. fairness: a prober's latency while other clients receive 30-50 MB results (fairness.py).
 
 Loopback only; every process it starts is stopped before it exits. Not a test: the figures depend
 on the machine and its load, which is why every ratio compares figures taken in the same run,
@@ -188,6 +189,9 @@ def tables(res: dict) -> str:
                     out.append(f"| {r['kind']} | {r['size']} | {r['transport']} | {r['before p50 ratio']:.2f}x | "
                                f"{r['before p50 ratios'][0]:.2f}-{r['before p50 ratios'][-1]:.2f}x | {ms(r['before cpu'])} | "
                                f"{r['before us per record']:.1f} us | {r['p50 ratio']:.2f}x | {ms(r['mcpx cpu'])} | {r['us per record']:.1f} us |")
+    if res.get("fairness"):
+        import fairness
+        out += fairness.table(res["fairness"])
     if res.get("first_event"):
         f = res["first_event"]
         out += ["", "### 3. Streaming", "",
@@ -223,11 +227,11 @@ def main(argv=None) -> int:
     global core, proxy
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer rounds and calls (about a minute or two)")
-    ap.add_argument("--parts", default="core,memory,proxy,stream",
-                    help="comma-separated: core,memory,proxy,stream (core and proxy include the rewrite-heavy bodies); "
-                         "heavy-core, heavy-proxy: only those")
+    ap.add_argument("--parts", default="core,memory,proxy,stream,fairness",
+                    help="comma-separated: core,memory,proxy,stream,fairness (core and proxy include the rewrite-heavy "
+                         "bodies); heavy-core, heavy-proxy: only those")
     ap.add_argument("--addon", metavar="DIR", help="measure the mcpx of another tree (its addon/ directory): before/after runs")
-    ap.add_argument("--before", metavar="DIR", help="heavy proxy part: also run the mcpx of another tree (its addon/ "
+    ap.add_argument("--before", metavar="DIR", help="heavy proxy and fairness parts: also run the mcpx of another tree (its addon/ "
                                                     "directory), interleaved in the same run, as \"before\"")
     ap.add_argument("--markdown", metavar="PATH", help="also write the tables (markdown) to PATH")
     ap.add_argument("--json", metavar="PATH", help="also write the raw figures (JSON) to PATH")
@@ -277,6 +281,11 @@ def main(argv=None) -> int:
                 log("3. streaming")
                 res["first_event"] = b.first_event(calls=10 if args.quick else 30)
                 res["stream_memory"] = b.stream_memory(counts=(1000, 10000) if args.quick else (1000, 10000, 20000))
+    if "fairness" in parts:
+        log("5. fairness: a small call while another client receives a large body")
+        import fairness
+        res["fairness"] = fairness.rows(rounds=1 if args.quick else 3, log=log,
+                                        before=pathlib.Path(args.before).resolve() / "mcpx.py" if args.before else None)
     res["seconds"] = time.time() - t0
     res["load_end"] = os.getloadavg()
     text = tables(res)

@@ -32,8 +32,9 @@ class Reply:
 
 
 class Client:
-    def __init__(self, port: int, host_header: str):
+    def __init__(self, port: int, host_header: str, revision: str = REVISION):
         self.port = port
+        self.revision = revision
         self.host_header = host_header
         self.session: str | None = None
         self.ids = itertools.count(1)
@@ -56,7 +57,7 @@ class Client:
         head = [f"POST /mcp HTTP/1.1", f"Host: {self.host_header}", "Content-Type: application/json",
                 "Accept: application/json, text/event-stream", f"Content-Length: {len(body)}"]
         if self.session:
-            head += [f"Mcp-Session-Id: {self.session}", f"Mcp-Protocol-Version: {REVISION}"]
+            head += [f"Mcp-Session-Id: {self.session}", f"Mcp-Protocol-Version: {self.revision}"]
         self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
         return await asyncio.wait_for(self._read(), CALL_TIMEOUT)
 
@@ -93,7 +94,7 @@ class Client:
 
     async def initialize(self) -> None:
         rep = await self.post({"jsonrpc": "2.0", "id": next(self.ids), "method": "initialize", "params": {
-            "protocolVersion": REVISION, "capabilities": {}, "clientInfo": {"name": "mcpx-bench", "version": "1"}}})
+            "protocolVersion": self.revision, "capabilities": {}, "clientInfo": {"name": "mcpx-bench", "version": "1"}}})
         if rep.status != 200:
             raise BenchError(f"initialize: HTTP {rep.status}: {rep.body[:200]!r}")
         self.session = rep.headers.get("mcp-session-id")

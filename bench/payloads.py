@@ -175,3 +175,15 @@ def heavy_body(kind: str, size: int, msg_id: int = 1) -> bytes:
     links = sum(1 for b in content if b["type"] == "resource_link")
     result = {"content": content, "structuredContent": {"files": links, "truncated": False}, "isError": False}
     return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+
+# -- large results for the fairness part (issue 30) ----------------------------------------------
+def blocks_body(count: int, size: int, msg_id: int = 1) -> bytes:
+    """A search result of ``count`` text blocks and about ``size`` bytes, with a small
+    ``structuredContent`` (for a 2024-11-05 client it becomes a text block: SC-structuredContent).
+    1,000,000 blocks of 30 MB: short hits; 50,000 of 50 MB: about 1 KB each."""
+    room = max(0, size // count - len('{"type":"text","text":"000000 "},'))
+    pad = prose(room, 3) if room else ""
+    content = [{"type": "text", "text": f"{i:06d} {pad}" if pad else f"{i:06d}"} for i in range(count)]
+    result = {"content": content, "structuredContent": {"hits": count}, "isError": False}
+    return orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})

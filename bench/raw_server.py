@@ -12,6 +12,8 @@ names, a new ``Mcp-Session-Id``), notifications (202), and
 
 - ``tools/call`` ``links`` with ``{"size": N}``: the ``links`` body of about N bytes;
 - ``tools/list`` with the cursor ``tooldefs:N``: the ``tooldefs`` body of about N bytes.
+- ``tools/call`` ``blocks`` with ``{"count": N, "size": B}``: a result of N text blocks and about
+  B bytes (:func:`payloads.blocks_body`, the fairness part).
 
 ``json``: ``application/json`` responses with Content-Length; ``sse``: one ``text/event-stream``
 event per response, chunked. Anything else: a JSON-RPC error.
@@ -38,6 +40,13 @@ def _result(kind: str, size: int) -> bytes:
     return orjson.dumps(orjson.loads(payloads.heavy_body(kind, size))["result"])
 
 
+@functools.lru_cache(maxsize=4)
+def _blocks(count: int, size: int) -> bytes:
+    """The ``result`` member of :func:`payloads.blocks_body`, as bytes."""
+    body = payloads.blocks_body(count, size)
+    return body[body.index(b'"result":') + 9:-1]
+
+
 def _answer(msg: dict) -> tuple[int, bytes, dict[str, str]]:
     method, mid = msg.get("method"), msg.get("id")
     if mid is None:
@@ -50,6 +59,9 @@ def _answer(msg: dict) -> tuple[int, bytes, dict[str, str]]:
         return 200, head + orjson.dumps(result) + b"}", {"mcp-session-id": f"raw-{next(_sessions)}"}
     if method == "tools/call" and params.get("name") == "links":
         return 200, head + _result("links", int((params.get("arguments") or {}).get("size", 2000))) + b"}", {}
+    if method == "tools/call" and params.get("name") == "blocks":
+        a = params.get("arguments") or {}
+        return 200, head + _blocks(int(a.get("count", 1000)), int(a.get("size", 30_000))) + b"}", {}
     if method == "tools/list" and str(params.get("cursor", "")).startswith("tooldefs:"):
         return 200, head + _result("tooldefs", int(params["cursor"].split(":", 1)[1])) + b"}", {}
     error = {"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": f"not served: {method}"}}

@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -119,6 +120,9 @@ class Session:
     endpoint: str = ""
     #: the client sent this session's token (or id) back at least once: a request without one is not it
     echoed: bool = False
+    #: held while the counters, ``by_rule`` or ``pending`` change: a large body's rewrite runs in mcpx's
+    #: worker thread (addons/worker.py) while the event loop rewrites other flows of the same session
+    lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def client_leg(self) -> str | None:
@@ -134,20 +138,52 @@ class Session:
         answer (``pending`` ``s2c`` entries), its client never echoed its token (a client that
         echoes it is never tokenless), and the server accepted its initialize (one still in flight,
         or never answered, serves nobody)."""
-        return (self.upstream_id is None and not self.bridge and not self.echoed and self.server_rev is not None
-                and not any(d == "s2c" for d, _ in self.pending))
+        if self.upstream_id is not None or self.bridge or self.echoed or self.server_rev is None:
+            return False
+        with self.lock:  # (the worker thread may change it meanwhile)
+            return not any(d == "s2c" for d, _ in self.pending)
 
     def remember(self, direction: str, req_id: Any, method: str) -> None:
         if isinstance(req_id, (str, int)) and not isinstance(req_id, bool):
-            self.pending[(direction, req_id)] = method
-            if len(self.pending) > MAX_PENDING:
-                self.pending.popitem(last=False)
+            with self.lock:
+                self.pending[(direction, req_id)] = method
+                if len(self.pending) > MAX_PENDING:
+                    self.pending.popitem(last=False)
 
     def answer(self, request_direction: str, req_id: Any) -> str | None:
         """The method of the request ``req_id`` sent in ``request_direction``, forgetting it."""
         if isinstance(req_id, (str, int)) and not isinstance(req_id, bool):
-            return self.pending.pop((request_direction, req_id), None)
+            with self.lock:
+                return self.pending.pop((request_direction, req_id), None)
         return None
+
+    def saw_message(self) -> None:
+        """Count one message of the session."""
+        with self.lock:
+            self.messages += 1
+
+    def count(self, changes: Any, not_findings: str) -> None:
+        """Count the records of one message: ``changes``, ``dropped``, ``by_rule``; an ``audit`` record is a
+        finding (``audits``), not a change, unless its rule is ``not_findings`` (a profile choice: neither)."""
+        audits = changed = dropped = 0
+        rules: dict = {}
+        for c in changes:
+            action = c.action
+            if action == "audit":
+                audits += c.rule != not_findings
+                continue
+            changed += 1
+            if action == "drop" or action == "drop-message":
+                dropped += 1
+            k = (c.rule, action)
+            rules[k] = rules.get(k, 0) + 1
+        with self.lock:
+            by_rule = self.by_rule
+            for k, n in rules.items():
+                by_rule[k] = by_rule.get(k, 0) + n
+            self.changes += changed
+            self.audits += audits
+            self.dropped += dropped
 
     def facts(self) -> Facts:
         return Facts(sid=self.key, client_rev=self.client_rev, server_rev=self.server_rev, requested_rev=self.requested_rev,
@@ -170,7 +206,7 @@ class Session:
             "requested_revision": self.requested_rev, "pinned": self.pinned_rev,
             "client": self.client_info, "server": self.server_info,
             "messages": self.messages, "changes": self.changes, "dropped": self.dropped,
-            "by_rule": [{"rule": r, "action": a, "count": n} for (r, a), n in sorted(self.by_rule.items())],
+            "by_rule": [{"rule": r, "action": a, "count": n} for (r, a), n in self._by_rule()],
         }
         if self.profile is not None:
             out["profile"] = self.profile
@@ -178,6 +214,10 @@ class Session:
             out["audits"] = self.audits
             out["findings"] = list(self.findings)
         return out
+
+    def _by_rule(self) -> list:
+        with self.lock:
+            return sorted(self.by_rule.items())
 
     def learn_tools(self, tools: Any) -> None:
         """Remember the declared outputSchema of each tool of a tools/list result (bounded)."""

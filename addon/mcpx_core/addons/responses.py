@@ -1,7 +1,7 @@
 """The ``responseheaders``, ``response`` and ``error`` hooks: server -> client.
 
 SSE responses are rewritten event by event as they stream (``flow.response.stream``); JSON bodies
-whole in ``response``. In a sealed session the server's own ``Mcp-Session-Id`` never reaches the
+whole in ``response``, a large one in the worker thread (:mod:`.worker`). In a sealed session the server's own ``Mcp-Session-Id`` never reaches the
 client: a response that repeats it carries the client's token instead (some clients adopt the id of
 any response).
 """
@@ -120,7 +120,7 @@ class ServerResponses:
                 return
             if exch.is_mcp:
                 try:
-                    self._response(flow, exch, stream)
+                    await self._response(flow, exch, stream)
                 except Exception as e:  # never lose a message
                     st.rewriter.passthrough(exch, "s2c", f"internal error: {type(e).__name__}: {e}")
                 s = exch.session
@@ -132,7 +132,7 @@ class ServerResponses:
         finally:
             st.done(flow)
 
-    def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
+    async def _response(self, flow: http.HTTPFlow, exch: Exchange, stream: SSERewriter | None) -> None:
         st = self.state
         resp = flow.response
         if exch.answer_stream is not None:  # a stream mcpx wrote: what it delivered is the flow's body (views, -w)
@@ -183,16 +183,20 @@ class ServerResponses:
             if says_mcp:
                 st.rewriter.passthrough(exch, "s2c", f"body of {len(body)} bytes exceeds mcpx_max_body: passed through untouched")
             return
+        # a large body is rewritten in the worker thread, so the loop serves other flows meanwhile (worker.py)
         if sse:
-            new = SSERewriter(st.rewriter, exch).whole(body)
+            new = await st.worker.run(len(body), SSERewriter(st.rewriter, exch).whole, body)
             if new == body:
                 return
         else:
-            new = st.rewriter.response_json(exch, body, ctype)
+            new = await st.worker.run(len(body), st.rewriter.response_json, exch, body, ctype)
             if new is None:
                 return
         st.keep_body(flow, "response", body)
         resp.content = new
+
+    def done(self) -> None:
+        self.state.worker.close()
 
     def error(self, flow: http.HTTPFlow) -> None:
         st = self.state

@@ -28,6 +28,7 @@ from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
 from ..settings import Settings
 from .framing import UpstreamFraming
+from .worker import Worker
 from ..session import SESSION_HEADER, VERSION_HEADER, Session, SessionTracker
 
 logger = logging.getLogger("mcpx")
@@ -118,6 +119,8 @@ class State:
         self.framing = UpstreamFraming()
         #: OAuth discovery across revisions (mcpx_core/auth), its documents cached per URL
         self.auth = Discovery()
+        #: rewrites large bodies off the event loop (worker.py)
+        self.worker = Worker()
         self.log_file: ChangeLog | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.streams: dict[str, SSERewriter] = {}
@@ -253,7 +256,10 @@ class State:
     # -- answers on the client's behalf ---------------------------------------------------------
     def on_reply(self, exch: Exchange, reply: dict) -> None:
         """Answer a server request the client's revision cannot receive, on the client's behalf
-        (sent at once: the server waits for it); offline, only kept on the flow."""
+        (sent at once: the server waits for it); offline, only kept on the flow. Called from the
+        worker thread (a large body, :mod:`.worker`), it runs on the event loop instead."""
+        if self.worker.on_loop(self.on_reply, exch, reply):
+            return
         flow = self.flows.get(exch.flow_id or "")
         if flow is None or not self.sender.available(flow):
             exch.replies.append(reply)

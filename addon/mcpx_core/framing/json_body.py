@@ -8,7 +8,10 @@ This module knows nothing of MCP rules.
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +38,7 @@ def parse(body: bytes, exact_ints: bool = False) -> Parsed:
     """Parse a JSON body. Raises :class:`Unparseable` (never anything else). ``exact_ints``: integers
     outside [-2**63, 2**64) come out as :class:`ExactInt` (see :func:`loads`), as the bridges need."""
     try:
-        value = loads(body) if exact_ints else orjson.loads(body)
+        value = loads(body) if exact_ints else loads_sliced(body)
     except orjson.JSONDecodeError as e:
         try:
             body.decode("utf-8")
@@ -233,7 +236,7 @@ def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes:
     values). Output that has them (a float, or merely text such as "e+") is checked by :func:`exact`.
     """
     try:
-        out = orjson.dumps(value, default=_default)
+        out = dumps_sliced(value) if len(source) >= SLICED_MIN else orjson.dumps(value, default=_default)
     except orjson.JSONEncodeError as e:
         raise Unwritable(f"re-serialised it cannot be written ({e}); {UNAPPLIED}") from None
     if b"+" in out and b"e+" in out and not exact(value, source):  # "+" first: one memchr pass
@@ -366,3 +369,146 @@ def split_array(body: bytes, path: tuple[str, ...]) -> ArraySplit | None:
                     and orjson.dumps(skeleton).count(_SENTINEL_JSON) == 1:  # the body holds no look-alike
                 return ArraySplit(body, skeleton, node, start, e + 1)
     return None
+
+
+# -- large bodies: parsed in slices, freed in slices -------------------------------------------
+#: a body this large is parsed in slices of about :data:`SLICE` bytes (:func:`loads_sliced`)
+SLICED_MIN = 2 << 20
+SLICE = 256 << 10
+#: where the long array of a large message is: a tool result's content blocks, a list result's items
+SLICED_PATHS = (("result", "content"), ("result", "tools"), ("result", "resources"), ("result", "resourceTemplates"),
+                ("result", "prompts"), ("result", "messages"))
+#: elements freed per step by :func:`free`
+FREE_STEP = 16384
+_HELD = threading.local()
+
+
+def loads_sliced(body: bytes) -> Any:
+    """``orjson.loads(body)``, the same value; a body of :data:`SLICED_MIN` bytes or more whose long
+    array sits at one of :data:`SLICED_PATHS` is parsed in slices of about :data:`SLICE` bytes (one
+    ``orjson.loads`` call each), so that no one call holds the interpreter for long while mcpx's
+    worker thread rewrites it (addons/worker.py): a thread switch can happen between two slices.
+
+    The array is found as :func:`split_array` finds it (the body with the array replaced by a
+    sentinel parses, with the sentinel at that path). Its bytes are cut after a ``}`` before a
+    ``,{`` about every :data:`SLICE` bytes, and each slice parsed as the elements of an array nested
+    as deep as the array is in the body (orjson's nesting limit counts the same): every slice parses
+    so, and slices joined by commas make the array, so the elements are those of the whole. A cut
+    inside a string or a nested value makes that slice fail to parse at its end: the next ``},{`` is
+    tried (up to 8). An array whose slices cannot be read so (an error before a slice's end, the last
+    slice failing, 8 cuts in a row failing) is parsed whole, as is every other body: errors are
+    orjson's own. Under :func:`holding`, the parsed array is also kept in its list."""
+    if len(body) < SLICED_MIN:
+        return orjson.loads(body)
+    for path in SLICED_PATHS:
+        split = split_array(body, path)
+        if split is None:
+            continue
+        items = _slices(body, split.start, split.end, len(path))
+        if items is None:
+            break
+        split.sentinel[:] = items
+        held = getattr(_HELD, "lists", None)
+        if held is not None:
+            held.append(split.sentinel)
+        return split.skeleton
+    return orjson.loads(body)
+
+
+def _slices(body: bytes, start: int, end: int, depth: int) -> list | None:
+    """The elements of the array at ``body[start:end + 1]`` (``[{`` ... ``}]``), slice by slice."""
+    head, tail = b'{"a":' * depth + b"[", b"]" + b"}" * depth
+    view = memoryview(body)
+    out: list = []
+    s = start + 1
+    while True:
+        cut = body.find(b"},{", s + SLICE, end) if s + SLICE < end else -1
+        for _ in range(_TRIES):
+            stop = end if cut < 0 else cut + 1  # the slice is body[s:stop]
+            try:
+                value = orjson.loads(b"".join((head, view[s:stop], tail)))
+            except orjson.JSONDecodeError as e:
+                if cut < 0 or e.pos < len(head) + stop - s:  # the last slice, or an error before the cut: a bad body
+                    return None
+                cut = body.find(b"},{", cut + 1, end)  # that "}" closed something nested, or sat in a string
+                continue
+            break
+        else:
+            return None
+        for _ in range(depth):
+            value = value["a"]
+        out.extend(value)
+        if cut < 0:
+            return out
+        s = stop + 1
+
+
+@contextmanager
+def holding() -> Iterator[list]:
+    """Within it, the arrays :func:`loads_sliced` parses in this thread are also kept in the list it
+    yields, for :func:`free` to free later, in steps."""
+    _HELD.lists = held = []
+    try:
+        yield held
+    finally:
+        _HELD.lists = None
+
+
+def free(held: list) -> None:
+    """Empty each list of ``held`` that nothing else refers to any more :data:`FREE_STEP` elements at a
+    time: freeing a million parsed content blocks in one go holds the interpreter for its whole
+    length. A list something else still holds (a record that reads it when described) is left as it is."""
+    while held:
+        lst = held.pop()
+        if sys.getrefcount(lst) > 2:  # (this name and the call's argument)
+            continue
+        while lst:
+            del lst[-FREE_STEP:]
+
+
+def dumps_sliced(value: Any) -> bytes:
+    """``orjson.dumps(value)`` (with :func:`dumps`' ``default``), the same bytes; a message whose long
+    array (at one of :data:`SLICED_PATHS`) has more than :data:`FREE_STEP` elements is written in
+    slices of that many elements, one ``orjson.dumps`` call each, as :func:`loads_sliced` reads it.
+
+    orjson writes an array as ``[``, its elements joined by ``,`` and ``]``, so the slices, each
+    written as an array nested as deep as the array is in the message (orjson's nesting limit counts
+    the same) and stripped of that nesting, joined by commas, are the array's bytes; they stand where
+    the message, written with the array replaced by a sentinel, has the sentinel (found once, else the
+    message is written whole). Raises ``orjson.JSONEncodeError`` as orjson does."""
+    parent, key, lst, depth = _long_array(value)
+    if lst is None:
+        return orjson.dumps(value, default=_default)
+    parent[key] = [SPLIT_SENTINEL]
+    try:
+        skeleton = orjson.dumps(value, default=_default)
+    finally:
+        parent[key] = lst
+    at = skeleton.find(_SENTINEL_JSON)
+    if at < 0 or skeleton.find(_SENTINEL_JSON, at + 1) >= 0:
+        return orjson.dumps(value, default=_default)
+    head, tail = len(b'{"a":' * depth) + 1, len(b"]" + b"}" * depth)
+    parts: list = [skeleton[:at], b"["]
+    for i in range(0, len(lst), FREE_STEP):
+        wrapped: Any = lst[i:i + FREE_STEP]
+        for _ in range(depth):
+            wrapped = {"a": wrapped}
+        if i:
+            parts.append(b",")
+        parts.append(memoryview(orjson.dumps(wrapped, default=_default))[head:-tail])
+    parts += [b"]", skeleton[at + len(_SENTINEL_JSON):]]
+    return b"".join(parts)
+
+
+def _long_array(value: Any) -> tuple[Any, Any, list | None, int]:
+    """(its parent, its key, the array, its path's length) of the first array at :data:`SLICED_PATHS`
+    in ``value`` longer than :data:`FREE_STEP`; the array None when there is none."""
+    if isinstance(value, dict):
+        for path in SLICED_PATHS:
+            node: Any = value
+            for k in path[:-1]:
+                node = node.get(k) if isinstance(node, dict) else None
+            lst = node.get(path[-1]) if isinstance(node, dict) else None
+            if isinstance(lst, list) and len(lst) > FREE_STEP:
+                return node, path[-1], lst, len(path)
+    return None, None, None, 0
