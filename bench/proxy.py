@@ -10,10 +10,9 @@ Processes (all on 127.0.0.1, all ended at the end by their own handles):
   unless told to stream it; mcpx streams every SSE response itself).
 
 For JSON responses also ``mitmdump -s bench/noop_addon.py`` (an addon with mcpx's hook methods
-that does nothing): mitmproxy's cost of running any addon, so that mcpx's own share shows. In the
-rewrite-heavy part (2b), JSON responses also go through ``mitmdump -s bench/floor_addon.py``, which
-only parses and re-serialises each body: the lowest p50 ratio any addon that rewrites a JSON body
-can reach on it.
+that does nothing): mitmproxy's cost of running any addon, so that mcpx's own share shows; and, in
+every JSON row (clean and rewrite-heavy), ``mitmdump -s bench/floor_addon.py``, which only parses
+and re-serialises each body: the lowest p50 ratio any addon that rewrites a JSON body can reach on it.
 
 Placement: with two or more cores, each proxy runs pinned to the last core and the servers and the
 load client to the others (``sched_setaffinity``), the same for every proxy measured.
@@ -178,6 +177,7 @@ class Bench:
                 self.proxies[("mcpx", t)] = self._add(start_proxy(f"mcpx-{t}", srv, mcpx=True))
             self.proxies[("bare stream", "sse")] = self._add(start_proxy("bare-sse-stream", self.servers["sse"], mcpx=False, stream=True))
             self.proxies[("noop", "json")] = self._add(start_proxy("noop-json", self.servers["json"], mcpx=False, script=NOOP_ADDON))
+            self.proxies[("floor", "json")] = self._add(start_proxy("floor-json", self.servers["json"], mcpx=False, script=FLOOR_ADDON))
         except BaseException:
             self.__exit__()
             raise
@@ -203,8 +203,9 @@ class Bench:
                            "mcpx": self.proxies[("mcpx", transport)]}
                 if transport == "sse":  # mcpx streams SSE; bare mitmdump buffers it unless told to stream
                     targets["bare stream"] = self.proxies[("bare stream", "sse")]
-                else:  # an addon that does nothing: what mitmproxy charges for running any addon
+                else:  # an addon that does nothing: what mitmproxy charges for running any addon; and the floor
                     targets["noop"] = self.proxies[("noop", "json")]
+                    targets["floor"] = self.proxies[("floor", "json")]
                 runs: dict[str, list[dict]] = {name: [] for name in targets}
                 # warm-up: one short run each (imports, schema models, connection pools)
                 for name, p in targets.items():
@@ -224,12 +225,16 @@ class Bench:
                        "p50 ratio": med["mcpx"]["p50"] / med["bare"]["p50"],
                        "p99 ratio": med["mcpx"]["p99"] / med["bare"]["p99"],
                        "rps ratio": med["mcpx"]["rps"] / med["bare"]["rps"]}
+                if "floor" in med:
+                    row["floor p50 ratio"] = med["floor"]["p50"] / med["bare"]["p50"]
+                    row["floor p50 ratios"] = sorted(f["p50"] / b["p50"] for f, b in zip(runs["floor"], runs["bare"]))
                 rows.append(row)
                 self.log(f"  proxy {label:>4} {transport:4}: bare {med['bare']['rps']:6.0f} req/s p50 {med['bare']['p50']*1e3:6.2f} ms "
                          f"p99 {med['bare']['p99']*1e3:6.2f} ms | mcpx {med['mcpx']['rps']:6.0f} req/s p50 {med['mcpx']['p50']*1e3:6.2f} ms "
                          f"p99 {med['mcpx']['p99']*1e3:6.2f} ms | p50 {row['p50 ratio']:.2f}x, req/s {row['rps ratio']:.2f}x, "
                          f"proxy CPU/call {med['bare']['cpu']*1e3:.2f} -> {med['mcpx']['cpu']*1e3:.2f} ms "
-                         f"(direct {med['direct']['rps']:.0f} req/s, p50 {med['direct']['p50']*1e3:.2f} ms)")
+                         f"(direct {med['direct']['rps']:.0f} req/s, p50 {med['direct']['p50']*1e3:.2f} ms)"
+                         + (f"; floor addon: p50 {row['floor p50 ratio']:.2f}x" if "floor" in med else ""))
         return rows
 
     # -- rewrite-heavy results (issue 16) ------------------------------------------------------

@@ -97,9 +97,11 @@ def test_a_long_array_is_written_in_slices_to_the_same_bytes(monkeypatch):
     calls: list = []
     real = orjson.dumps
     monkeypatch.setattr(json_body.orjson, "dumps", lambda v, **k: calls.append(v) or real(v, **k))
-    out = json_body.dumps_sliced(value)
+    out = json_body.dumps_sliced(value, 300)
     assert out == real(value)
-    assert len(calls) == 1 + 12  # the skeleton, then 36 blocks 3 at a time
+    assert len(calls) == 1 + 12  # the skeleton, then 36 blocks 3 at a time (FREE_STEP; a 40-byte slice holds more)
+    calls.clear()
+    assert json_body.dumps_sliced(value, 36 * 40 * 4) == out and len(calls) == 1 + 36  # slices of about 40 bytes: 1 block
     assert json_body.dumps_exact(value, b"x" * 300) == out
     assert value["result"]["content"] == orjson.loads(_result(TRICKY))["result"]["content"]  # put back
 
@@ -112,18 +114,18 @@ def test_writing_limits_are_those_of_the_whole_message(depth):
         expected = orjson.dumps(value)
     except orjson.JSONEncodeError as e:
         with pytest.raises(orjson.JSONEncodeError) as got:
-            json_body.dumps_sliced(value)
+            json_body.dumps_sliced(value, 300)
         assert str(got.value) == str(e)
         with pytest.raises(json_body.Unwritable):
             json_body.dumps_exact(value, b"x" * 300)
     else:
-        assert json_body.dumps_sliced(value) == expected
+        assert json_body.dumps_sliced(value, 300) == expected
 
 
 def test_a_sentinel_look_alike_writes_the_message_whole():
     value = orjson.loads(_result(TRICKY))
     value["result"]["structuredContent"] = {"s": [json_body.SPLIT_SENTINEL]}
-    assert json_body.dumps_sliced(value) == orjson.dumps(value)
+    assert json_body.dumps_sliced(value, 300) == orjson.dumps(value)
 
 
 def test_held_arrays_are_freed_in_steps_unless_still_referenced():

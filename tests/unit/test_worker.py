@@ -200,3 +200,19 @@ def test_small_bodies_stay_on_the_loop(size):
         finally:
             w.close()
     assert asyncio.run(main()) == threading.main_thread().name
+
+
+def test_the_switch_interval_is_short_only_while_the_thread_rewrites():
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+
+    async def main():
+        w = Worker(0)
+        try:
+            await asyncio.gather(w.run(1, lambda: seen.append(sys.getswitchinterval())),
+                                 w.run(1, lambda: seen.append(sys.getswitchinterval())))
+            return sys.getswitchinterval()
+        finally:
+            w.close()
+    assert asyncio.run(main()) == before
+    assert seen == [min(before, 0.001)] * 2

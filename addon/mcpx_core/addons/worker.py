@@ -3,9 +3,10 @@
 mitmproxy runs every flow on one asyncio event loop. A body of :data:`WORKER_MIN` bytes or more
 is rewritten in one worker thread (:class:`Worker`), so the loop goes on serving every other flow
 meanwhile: Python's switch interval (:func:`sys.getswitchinterval`, 5 ms) hands the interpreter
-back to the loop while the rewrite runs, except inside one C call (``orjson.loads`` or ``dumps``
-of the whole body), which holds it to its end. Smaller bodies are rewritten on the loop, where
-they cost less than handing them over.
+back to the loop while the rewrite runs (:data:`SWITCH_INTERVAL` while it does), except inside one
+C call, which holds it to its end: a large body is therefore parsed and written in slices of its
+long array, and that array freed in steps (:func:`mcpx_core.framing.json_body.loads_sliced`). Smaller
+bodies are rewritten on the loop, where they cost less than handing them over.
 
 The same rewrite runs either way (the same code, the same inputs), so the delivered bytes and the
 records are the same. One thread, first come first served: at most one body is rewritten outside
@@ -19,6 +20,7 @@ answer mcpx sends on the client's behalf is started on the loop (:meth:`State.on
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
@@ -30,6 +32,9 @@ T = TypeVar("T")
 #: bodies of this many bytes or more are rewritten in the worker thread: a 256 KiB rewrite-heavy
 #: body holds the loop about 3-8 ms when rewritten there, the hand-over costs about 0.1 ms
 WORKER_MIN = 256 << 10
+#: the interpreter's switch interval while the thread rewrites (Python's default: 5 ms): how long the
+#: loop may wait for the interpreter each time it wakes up (a small call wakes it several times)
+SWITCH_INTERVAL = 0.001
 
 
 class Worker:
@@ -41,6 +46,8 @@ class Worker:
         self._lock = threading.Lock()
         #: the event loop of the last hand-over: where work the thread must not do itself goes (:meth:`on_loop`)
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._running = 0
+        self._interval = 0.0
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -55,9 +62,16 @@ class Worker:
         self.loop = asyncio.get_running_loop()
         pool = self._executor()
         held: list = []
+        if not self._running:
+            self._interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
+        self._running += 1
         try:
             return await self.loop.run_in_executor(pool, _holding, held, fn, args)
         finally:
+            self._running -= 1
+            if not self._running:
+                sys.setswitchinterval(self._interval)
             if held:  # the parsed body's long array, freed in steps after the answer went on (json_body.free)
                 pool.submit(json_body.free, held)
 

@@ -236,7 +236,7 @@ def dumps_exact(value: Any, source: bytes | str | memoryview) -> bytes:
     values). Output that has them (a float, or merely text such as "e+") is checked by :func:`exact`.
     """
     try:
-        out = dumps_sliced(value) if len(source) >= SLICED_MIN else orjson.dumps(value, default=_default)
+        out = dumps_sliced(value, len(source)) if len(source) >= SLICED_MIN else orjson.dumps(value, default=_default)
     except orjson.JSONEncodeError as e:
         raise Unwritable(f"re-serialised it cannot be written ({e}); {UNAPPLIED}") from None
     if b"+" in out and b"e+" in out and not exact(value, source):  # "+" first: one memchr pass
@@ -466,10 +466,11 @@ def free(held: list) -> None:
             del lst[-FREE_STEP:]
 
 
-def dumps_sliced(value: Any) -> bytes:
-    """``orjson.dumps(value)`` (with :func:`dumps`' ``default``), the same bytes; a message whose long
-    array (at one of :data:`SLICED_PATHS`) has more than :data:`FREE_STEP` elements is written in
-    slices of that many elements, one ``orjson.dumps`` call each, as :func:`loads_sliced` reads it.
+def dumps_sliced(value: Any, size: int) -> bytes:
+    """``orjson.dumps(value)`` (with :func:`dumps`' ``default``), the same bytes; a message of about
+    ``size`` bytes whose long array (at one of :data:`SLICED_PATHS`) has two elements or more is
+    written in slices of about :data:`SLICE` bytes (by the elements' average size, at most
+    :data:`FREE_STEP` elements), one ``orjson.dumps`` call each, as :func:`loads_sliced` reads it.
 
     orjson writes an array as ``[``, its elements joined by ``,`` and ``]``, so the slices, each
     written as an array nested as deep as the array is in the message (orjson's nesting limit counts
@@ -489,8 +490,9 @@ def dumps_sliced(value: Any) -> bytes:
         return orjson.dumps(value, default=_default)
     head, tail = len(b'{"a":' * depth) + 1, len(b"]" + b"}" * depth)
     parts: list = [skeleton[:at], b"["]
-    for i in range(0, len(lst), FREE_STEP):
-        wrapped: Any = lst[i:i + FREE_STEP]
+    step = max(1, min(FREE_STEP, len(lst) * SLICE // max(size, 1)))
+    for i in range(0, len(lst), step):
+        wrapped: Any = lst[i:i + step]
         for _ in range(depth):
             wrapped = {"a": wrapped}
         if i:
@@ -502,13 +504,13 @@ def dumps_sliced(value: Any) -> bytes:
 
 def _long_array(value: Any) -> tuple[Any, Any, list | None, int]:
     """(its parent, its key, the array, its path's length) of the first array at :data:`SLICED_PATHS`
-    in ``value`` longer than :data:`FREE_STEP`; the array None when there is none."""
+    in ``value`` of two elements or more; the array None when there is none."""
     if isinstance(value, dict):
         for path in SLICED_PATHS:
             node: Any = value
             for k in path[:-1]:
                 node = node.get(k) if isinstance(node, dict) else None
             lst = node.get(path[-1]) if isinstance(node, dict) else None
-            if isinstance(lst, list) and len(lst) > FREE_STEP:
+            if isinstance(lst, list) and len(lst) > 1:
                 return node, path[-1], lst, len(path)
     return None, None, None, 0
