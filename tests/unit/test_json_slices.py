@@ -1,7 +1,8 @@
 """Large bodies parsed and written in slices (``json_body.loads_sliced``, ``dumps_sliced``, issue 30):
 the same value and the same bytes as ``orjson.loads`` / ``orjson.dumps`` of the whole, the same errors,
 for bodies whose cuts fall inside strings and nested values, whose elements nest to orjson's limits,
-and bodies that cannot be cut (whitespace, another shape). Thresholds are lowered so bodies stay small.
+and bodies that cannot be cut (whitespace, another shape); and the repair stage's byte search done a
+window at a time (``repair.candidate``). Thresholds are lowered so bodies stay small.
 """
 from __future__ import annotations
 
@@ -162,3 +163,17 @@ def test_a_bad_element_or_a_string_full_of_cuts_gives_up_at_once(small_slices):
         assert got == expected
         # the skeleton, the slices before that element (3 at most), 8 tries at most, the whole body
         assert len(small_slices) <= 1 + 3 + 8 + 1 and small_slices[-1] == len(body)
+
+
+@pytest.mark.parametrize("where", range(0, 48))
+def test_the_repair_candidate_search_in_windows_finds_what_the_whole_search_finds(monkeypatch, where):
+    """repair.candidate searches large bytes a window at a time: ``null`` or an empty array across a
+    window's end, or after a run of whitespace longer than a window, is found as in the whole."""
+    from mcpx_core import repair
+    monkeypatch.setattr(repair, "SCAN", 8)
+    fill = b'{"a":"x"}' * 6  # 54 bytes, nothing to find
+    for needle in (b"null", b"[]", b"[ \t\r\n ]", b"[" + b" " * 20 + b"]", b"[" + b" " * 20 + b"x]", b"nul", b"[ x]"):
+        body = fill[:where] + needle + fill[where:]
+        whole = b"null" in body or repair._EMPTY_ARRAY.search(body) is not None
+        assert repair.candidate(body) == whole == (needle in (b"null", b"[]", b"[ \t\r\n ]", b"[" + b" " * 20 + b"]"))
+        assert repair.candidate(memoryview(body)) == whole
