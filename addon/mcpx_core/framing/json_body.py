@@ -8,6 +8,7 @@ This module knows nothing of MCP rules.
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -489,17 +490,20 @@ def dumps_sliced(value: Any, size: int) -> bytes:
     if at < 0 or skeleton.find(_SENTINEL_JSON, at + 1) >= 0:
         return orjson.dumps(value, default=_default)
     head, tail = len(b'{"a":' * depth) + 1, len(b"]" + b"}" * depth)
-    parts: list = [skeleton[:at], b"["]
+    out = io.BytesIO()  # (each slice written and freed at once: the peak is about the output, as orjson's own)
+    out.write(memoryview(skeleton)[:at])
+    out.write(b"[")
     step = max(1, min(FREE_STEP, len(lst) * SLICE // max(size, 1)))
     for i in range(0, len(lst), step):
         wrapped: Any = lst[i:i + step]
         for _ in range(depth):
             wrapped = {"a": wrapped}
         if i:
-            parts.append(b",")
-        parts.append(memoryview(orjson.dumps(wrapped, default=_default))[head:-tail])
-    parts += [b"]", skeleton[at + len(_SENTINEL_JSON):]]
-    return b"".join(parts)
+            out.write(b",")
+        out.write(memoryview(orjson.dumps(wrapped, default=_default))[head:-tail])
+    out.write(b"]")
+    out.write(memoryview(skeleton)[at + len(_SENTINEL_JSON):])
+    return out.getvalue()
 
 
 def _long_array(value: Any) -> tuple[Any, Any, list | None, int]:
