@@ -216,3 +216,40 @@ def test_the_switch_interval_is_short_only_while_the_thread_rewrites():
             w.close()
     assert asyncio.run(main()) == before
     assert seen == [min(before, 0.001)] * 2
+
+
+def test_the_collector_stays_paused_until_the_parsed_array_is_freed(monkeypatch):
+    """A 2 MiB body parsed in slices: its array is held after the rewrite and freed in steps; the
+    collector, paused for the rewrite, runs again only once that is done (and not earlier, while the
+    million objects of such an array are still there for it to go through)."""
+    import gc
+    from mcpx_core.framing import json_body
+    body = _body(60_000)
+    assert len(body) >= json_body.SLICED_MIN
+    rw, s = _session()
+    seen: list = []
+    real_free = json_body.free
+
+    def free(held):
+        seen.append(("free", gc.isenabled(), [len(x) for x in held]))
+        real_free(held)
+        seen.append(("freed", gc.isenabled(), [len(x) for x in held]))
+    monkeypatch.setattr(json_body, "free", free)
+
+    def rewrite():
+        out = rw.response_json(_exchange(s, "f", 1), body)
+        seen.append(("rewrite", gc.isenabled()))
+        return out
+
+    async def main():
+        w = Worker()
+        try:
+            out = await w.run(len(body), rewrite)
+        finally:
+            w.close()  # waits for the free job
+        return out
+    assert gc.isenabled()
+    out = asyncio.run(main())
+    assert orjson.loads(out)["result"]["content"][-1] == {"type": "text", "text": '{"n":60000}'}
+    assert seen == [("rewrite", False), ("free", False, [60_001]), ("freed", False, [])]
+    assert gc.isenabled()

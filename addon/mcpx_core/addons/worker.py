@@ -20,6 +20,7 @@ answer mcpx sends on the client's behalf is started on the loop (:meth:`State.on
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +49,7 @@ class Worker:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._running = 0
         self._interval = 0.0
+        self._gc = _GCPause()
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -67,13 +69,33 @@ class Worker:
             sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
         self._running += 1
         try:
-            return await self.loop.run_in_executor(pool, _holding, held, fn, args)
+            return await self.loop.run_in_executor(pool, self._job, held, fn, args)
         finally:
             self._running -= 1
             if not self._running:
                 sys.setswitchinterval(self._interval)
             if held:  # the parsed body's long array, freed in steps after the answer went on (json_body.free)
-                pool.submit(json_body.free, held)
+                pool.submit(self._free, held)
+
+    def _job(self, held: list, fn: Callable[..., T], args: tuple) -> T:
+        """In the thread: ``fn(*args)`` with the cyclic garbage collector paused, keeping the long arrays
+        it parses in ``held`` (:func:`json_body.holding`); the pause lasts until they are freed."""
+        self._gc.pause()
+        try:
+            with json_body.holding() as lists:
+                try:
+                    return fn(*args)
+                finally:
+                    held.extend(lists)
+        finally:
+            if not held:
+                self._gc.resume()
+
+    def _free(self, held: list) -> None:
+        try:
+            json_body.free(held)
+        finally:
+            self._gc.resume()
 
     def on_loop(self, fn: Callable[..., Any], *args: Any) -> bool:
         """Called from the worker thread: have ``fn(*args)`` run on the event loop and return True;
@@ -97,10 +119,26 @@ class Worker:
             pool.shutdown(wait=True)
 
 
-def _holding(held: list, fn: Callable[..., T], args: tuple) -> T:
-    """``fn(*args)``, keeping the long arrays it parses in ``held`` (:func:`json_body.holding`)."""
-    with json_body.holding() as lists:
-        try:
-            return fn(*args)
-        finally:
-            held.extend(lists)
+class _GCPause:
+    """The cyclic garbage collector paused from the start of a rewrite in the thread until the array it
+    parsed is freed (used only in the thread). The rewrite pauses it anyway for a large body
+    (``rewrite.GC_PAUSE_MIN``), but until its end only: a million parsed objects still held then would
+    make the next collection, on whichever thread sets it off, go through all of them. A collector the
+    host process turned off stays off."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.owned = False
+
+    def pause(self) -> None:
+        if not self.depth:
+            self.owned = gc.isenabled()
+            if self.owned:
+                gc.disable()
+        self.depth += 1
+
+    def resume(self) -> None:
+        self.depth -= 1
+        if not self.depth and self.owned:
+            self.owned = False
+            gc.enable()
