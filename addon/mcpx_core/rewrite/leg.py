@@ -128,7 +128,7 @@ class RequestLeg:
                     exch.request_ids[m["id"]] = m.get("method")
                 s.remember("c2s", m["id"], m.get("method"))
                 self.references.sent(s.uid, "c2s", m)
-            s.messages += 1
+            s.saw_message()
         if not parsed.batch:
             exch.single_request_id = init.get("id")
         return MintSession() if sealed and not parsed.batch else Forward()
@@ -206,7 +206,7 @@ class RequestLeg:
                     s.remember("c2s", m["id"], m.get("method"))
                     self.references.sent(s.uid, "c2s", m)  # (every member, also of a batch mcpx splits)
             if s is not None:
-                s.messages += 1
+                s.saw_message()
         if not parsed.batch and classify(parsed.messages[0]) == "request":
             exch.single_request_id = parsed.messages[0].get("id")
         server_rev = s.server_rev if s else None

@@ -128,7 +128,7 @@ def rule_pass(rules: Rules, exch: Exchange, msg: Any, direction: str, from_rev: 
     if s is not None and kind == "request" and direction == "s2c":  # (client requests: _messages)
         rules.references.sent(s.uid, direction, msg)
     if direction == "s2c" and s is not None:
-        s.messages += 1
+        s.saw_message()
         if method == "initialize" and kind == "result" and exch.initialize is not None:  # (not a repeat in a session)
             from_rev, to_rev = _learn_initialize(rules, exch, msg)
     entry = {"direction": direction, "kind": kind, "method": method, "id": json_body.plain_id(jid)}

@@ -47,24 +47,8 @@ class Records:
         else:
             exch.changes.extend(changes[:max(room, 0)])
             exch.changes_omitted += len(changes) - max(room, 0)
-        if s is not None:
-            audits = 0
-            changed = 0
-            by_rule = s.by_rule
-            dropped = 0
-            for c in changes:
-                action = c.action
-                if action == "audit":  # a finding, not a change (a profile choice is neither)
-                    audits += c.rule != PROFILE_RULE
-                    continue
-                changed += 1
-                if action == "drop" or action == "drop-message":
-                    dropped += 1
-                k = (c.rule, action)
-                by_rule[k] = by_rule.get(k, 0) + 1
-            s.changes += changed
-            s.audits += audits
-            s.dropped += dropped
+        if s is not None:  # (under the session's lock: a large body is rewritten in the worker thread)
+            s.count(changes, PROFILE_RULE)  # an audit is a finding, not a change (a profile choice is neither)
         if self.on_changes:
             self.on_changes(exch, changes)
 
