@@ -145,19 +145,26 @@ def test_old_client_fails_directly_and_logs_in_through_mcpx(current):
     assert any(r["rule"] == "CT-resource_link" and r["action"] == "rewrite" for r in current["px"].changes())
 
 
-def test_current_client_logs_in_through_mcpx_as_directly(current):
+@pytest.mark.parametrize("alias", ["sdk-1.25.0", "client-2.4.0"])
+def test_current_client_logs_in_through_mcpx_as_directly(current, alias):
+    """npm ``@modelcontextprotocol/sdk`` 1.25.0 (PRM first) and ``@modelcontextprotocol/client`` 2.4.0
+    (PRM, then the issuer checks: the metadata's ``issuer`` against the discovery URL, RFC 8414 §3.3, and
+    the authorization server bound to the callback leg, SEP-2352) log in through mcpx exactly as
+    directly: the same requests to the authorization server, the same fetches, no AUTH- record."""
     asrv = current["as"]
     start = len(_get(f"{asrv}/_log"))
-    direct = run("1.25.0-direct", "sdk-1.25.0", current["direct"])
+    direct = run(f"{alias}-direct", alias, current["direct"])
     mid = len(_get(f"{asrv}/_log"))
     before = len(current["px"].changes())
-    through = run("1.25.0-mcpx", "sdk-1.25.0", current["px"].url)
+    through = run(f"{alias}-mcpx", alias, current["px"].url)
     assert direct["ok"] is True and through["ok"] is True, (direct, through)
     assert direct["link"] == through["link"] == [{"name": "auth-link", "uri": "file:///tmp/auth-link.txt", "type": "resource_link"}]
     log_direct, log_through = _as_log(asrv, start)[: mid - start], _as_log(asrv, mid)
     assert log_direct == log_through  # the same requests to the authorization server
+    # 2.4.0 keeps the discovery state it bound to the callback leg: no second metadata fetch before /token
+    again = ["/.well-known/oauth-authorization-server"] if alias == "sdk-1.25.0" else []
     assert [e["path"] for e in log_direct] == ["/.well-known/oauth-authorization-server", "/register", "/authorize",
-                                               "/.well-known/oauth-authorization-server", "/token"]
+                                               *again, "/token"]
     mcp, via = current["direct"].rsplit("/", 1)[0], current["px"].url.rsplit("/", 1)[0]
     assert through["fetches"] == [f.replace(mcp, via) for f in direct["fetches"]]
     assert not [r for r in current["px"].changes()[before:] if r["rule"].startswith("AUTH-")]  # invisible
@@ -275,7 +282,7 @@ def test_no_token_code_or_secret_in_anything_mcpx_kept(current, legacy, regular)
     absent from the change logs, mitmdump's output (the terminal lines), the flow metadata and
     comments mcpx wrote, and mcpx's own discovery fetches (no Authorization or Cookie header at all; the
     initialize mcpx forwards on the client's behalf carries the client's, as the client sent it)."""
-    assert {"1.10.2-mcpx", "1.25.0-mcpx", "legacy-mcpx", "regular-mcpx"} <= set(RUNS), "run with the module's other tests"
+    assert {"1.10.2-mcpx", "sdk-1.25.0-mcpx", "client-2.4.0-mcpx", "legacy-mcpx", "regular-mcpx"} <= set(RUNS), "run with the module's other tests"
     issued = _get(f"{current['as']}/_secrets") + _get(f"{legacy['as']}/_secrets") + _get(f"{regular['as']}/_secrets")
     assert len(issued) >= 12  # codes, access and refresh tokens, client secrets of six logins
     for px in PROXIES:
