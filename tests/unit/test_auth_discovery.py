@@ -226,3 +226,43 @@ def test_challenge_parameter_and_lifetimes_and_metadata_urls():
         "https://as.example/tenant1/.well-known/openid-configuration"]
     assert [wk.resource_metadata_suffix(p) for p in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
                                                      "/.well-known/oauth-protected-resourcex", "/mcp")] == ["", "/mcp", None, None]
+
+
+# -- hostile WWW-Authenticate values (RFC 9110 §11.6.1: a quoted-string is a value, never a scheme or a parameter)
+@pytest.mark.parametrize("value,expected", [
+    # a quoted comma and a quoted "Bearer" inside another scheme's realm: no Bearer challenge to add to
+    ('Basic realm="a, Bearer b"', 'Bearer resource_metadata="u", Basic realm="a, Bearer b"'),
+    # escaped quotes inside a value: the parameter goes before the first auth-param, the rest as sent
+    ('Bearer realm="a\\"b, c=\\"d\\"", scope="s"', 'Bearer resource_metadata="u", realm="a\\"b, c=\\"d\\"", scope="s"'),
+    ("bearer   scope=x", 'bearer resource_metadata="u",   scope=x'),  # scheme case-insensitive (RFC 9110 §11.1)
+    ('Bearer realm="unterminated', None),  # does not parse: left as sent
+    ("Bearer abc123==", None),  # a token68 challenge can take no auth-param
+    ('Bearer realm="x" junk', None),
+    ('Bearer realm=', None),
+    ("@@@", None),
+])
+def test_with_resource_metadata_hostile_quoting(value, expected):
+    assert wk.with_resource_metadata(value, "u") == expected
+
+
+def test_with_resource_metadata_quotes_the_url():
+    assert wk.with_resource_metadata(None, 'http://a/"b\\c') == 'Bearer resource_metadata="http://a/\\"b\\\\c"'
+    assert wk.with_resource_metadata("Bearer", "http://a/\r\nSet-Cookie: x") is None  # never a header split
+
+
+@pytest.mark.parametrize("value,expected", [
+    ('Bearer error_description="bad, resource_metadata=http://evil/x"', None),  # a value, not the parameter
+    ('Bearer error_description="a\\", resource_metadata=http://evil/"', None),
+    ('Bearer error="x", resource_metadata="http://a/\\"b"', 'http://a/"b'),
+    ('Basic realm="r", bearer RESOURCE_METADATA="http://a/m"', "http://a/m"),
+    ('Bearer resource_metadata="http://a/m', None),  # unterminated: nothing read from it
+    ('DPoP algs="ES256", Bearer resource_metadata=http://a/m', "http://a/m"),
+])
+def test_resource_metadata_param_hostile_quoting(value, expected):
+    assert wk.resource_metadata_param(value) == expected
+
+
+def test_an_unparsable_challenge_is_left_as_the_server_sent_it():
+    d = Discovery()
+    assert ask(d, seen("POST", "/mcp", 401, 'Bearer realm="x'), Origin(OLD_SERVER)) == Keep()
+    assert ask(d, seen("POST", "/mcp", 401, "Bearer dG9rZW4="), Origin(OLD_SERVER)) == Keep()

@@ -35,6 +35,7 @@ secret. Sans I/O: tests give a ``fetch`` of their own.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,7 @@ import orjson
 from ..changes import Change, Summary
 from . import wellknown as wk
 
+logger = logging.getLogger("mcpx")
 #: documents kept at most (URLs: the metadata of an origin, its PRM, its authorization server)
 CACHE_MAX = 1024
 JSON_HEADERS = (("content-type", "application/json"), ("cache-control", "no-store"))
@@ -247,6 +249,9 @@ class Discovery:
             return Keep()
         url = seen.client_origin_url + wk.RESOURCE_METADATA + seen.path.rstrip("/")
         value = wk.with_resource_metadata(seen.challenge, url)
+        if value is None:  # a challenge that does not parse (RFC 9110 §11.6.1), or a token68 one: left as sent
+            logger.info("mcpx: authorization: a WWW-Authenticate value that cannot take resource_metadata: left as sent")
+            return Keep()
         change = Change(pointer="header:WWW-Authenticate", action="synthesize", rule="AUTH-resource-metadata",
                         before=None, after=f'resource_metadata="{url}"',
                         detail="a 401 without resource_metadata from an origin that publishes only RFC 8414 metadata: "
