@@ -288,10 +288,18 @@ class Discovery:
         return None
 
     async def _as_metadata(self, issuer: str, fetch: Fetch) -> _Doc | None:
+        """The metadata of ``issuer``, only when its ``issuer`` is the one its URL was built from
+        (RFC 8414 §3.3: otherwise it MUST NOT be used; a trailing ``/`` aside, as PRMs and metadata
+        of one deployment often differ by it): never another server's document under this name."""
         for url in wk.as_metadata_urls(issuer):
             doc = await self._get(url, fetch)
-            if doc is not None:
-                return doc
+            if doc is None:
+                continue
+            stated = doc.doc.get("issuer")
+            if not isinstance(stated, str) or stated.rstrip("/") != issuer.rstrip("/"):
+                logger.info(f"mcpx: authorization: the metadata at {url} states another issuer than {issuer}: not used")
+                return None
+            return doc
         return None
 
     async def _get(self, url: str, fetch: Fetch) -> _Doc | None:
