@@ -347,3 +347,19 @@ def test_a_forged_host_or_x_forwarded_host_never_names_the_origin(mode, expected
     f.client_conn.sni, f.client_conn.timestamp_tls_setup = None, None  # plain HTTP
     with taddons.context():
         assert client_origin(f) == expected
+
+
+@pytest.mark.parametrize("issuer", [f"{MCP}/oauth", "http://127.0.0.1:6666/"])
+def test_no_prm_is_synthesized_for_an_issuer_whose_metadata_is_not_the_one_read(issuer):
+    """A 2025-03-26 server whose origin metadata names an issuer with a path (the conformance suite's
+    ``auth/2025-03-26-oauth-metadata-backcompat``: ``http://localhost:PORT/oauth``) or on another origin:
+    a PRM naming it would send a current client to ``/.well-known/oauth-authorization-server/oauth``
+    (RFC 8414 §3.1), which the server does not publish, and break the fallback that logs it in directly:
+    the 404 and the challenge stay as the server sent them."""
+    origin = Origin({f"{MCP}/.well-known/oauth-authorization-server": (200, {}, {**OWN_DOC, "issuer": issuer})})
+    d = Discovery()
+    assert ask(d, seen("GET", "/.well-known/oauth-protected-resource/mcp", 404), origin) == Keep()
+    assert ask(d, seen("POST", "/mcp", 401, "Bearer"), origin) == Keep()
+    # the origin the client used (reverse mode) is as good as the server's
+    own = Origin({f"{MCP}/.well-known/oauth-authorization-server": (200, {}, {**OWN_DOC, "issuer": f"{MCPX}/"})})
+    assert isinstance(ask(Discovery(), seen("GET", "/.well-known/oauth-protected-resource/mcp", 404), own), Serve)

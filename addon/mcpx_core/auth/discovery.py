@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
+from urllib.parse import urlsplit
 
 from ..changes import Change, Summary
 from . import wellknown as wk
@@ -260,20 +261,28 @@ class Discovery:
 
     async def _own_issuer(self, seen: Seen, fetch: Fetch) -> str | None:
         """The issuer of the origin's own RFC 8414 metadata, when it publishes no PRM (a 2025-03-26
-        deployment); None otherwise."""
+        deployment) and a client that reads that issuer from a PRM finds this very document: the
+        issuer is an origin (the server's, or the one the client used) without a path, so its
+        metadata URL (RFC 8414 §3.1) is the one mcpx read. None otherwise: an issuer with a path
+        (``http://host/oauth``) sends a current client to ``/.well-known/oauth-authorization-server/oauth``,
+        which a 2025-03-26 server does not publish, while its fallback to the origin's metadata works
+        as directly (the conformance suite's ``auth/2025-03-26-oauth-metadata-backcompat`` server)."""
         if await self._prm(seen.server_origin, fetch) is not None:
             return None
         asm = await self._get(seen.server_origin_url + wk.AS_METADATA, fetch)
         if asm is None:
             return None
         issuer = asm.doc.get("issuer")
-        return issuer if isinstance(issuer, str) and issuer.startswith(("https://", "http://")) else None
+        if not isinstance(issuer, str) or not issuer.startswith(("https://", "http://")):
+            return None
+        if urlsplit(issuer).path.strip("/") or wk.origin_of(issuer) not in (seen.server_origin, seen.client_origin):
+            return None
+        return issuer
 
     # -- documents --------------------------------------------------------------------------------
     async def _prm(self, origin: str, fetch: Fetch) -> _Doc | None:
         """The origin's protected resource metadata: at the URL its 401 named (its path, at this
         origin: in reverse mode the header names the public URL), else at the origin's root."""
-        from urllib.parse import urlsplit
         urls = []
         named = self.named.get(origin)
         if named is not None:
