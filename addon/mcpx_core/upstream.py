@@ -94,6 +94,9 @@ class _Own:
     task: asyncio.Task | None = None
     #: when the server last sent a byte of the response (``time.monotonic()``, seconds; the request's start before)
     last: float = 0.0
+    #: bytes of an unstreamed response body at most (:meth:`Sender.send` ``limit``); ``over``: it came larger
+    limit: int | None = None
+    over: bool = False
 
 
 def is_own(flow: http.HTTPFlow) -> bool:
@@ -165,7 +168,7 @@ class Sender:
                    stop: asyncio.Future | None = None, url: str | None = None,
                    on_undecodable: Callable[[Any, int], None] | None = None, detached: bool = False,
                    on_head: Callable[[http.Response, bool], None] | None = None,
-                   on_broken: Callable[[str], None] | None = None, idle: bool = False) -> Reply:
+                   on_broken: Callable[[str], None] | None = None, idle: bool = False, limit: int | None = None) -> Reply:
         """Send ``method`` ``body`` with exactly ``headers`` to ``parent``'s server, as a new flow.
 
         ``on_chunk``: called with each chunk of a streamed (``text/event-stream``) response as it
@@ -185,7 +188,9 @@ class Sender:
         ``idle``: ``timeout`` bounds each wait for the server (the request is ended once no byte of its
         response came for ``timeout`` seconds: a stream the server keeps feeding is never cut, as on a
         direct connection), not the whole request (the default: ended ``timeout`` seconds after it was
-        sent, or after ``stop``).
+        sent, or after ``stop``); ``limit``: bytes of the response body at most (a response without
+        ``on_chunk``): once more came (or its Content-Length says more), the request is ended and
+        :class:`UpstreamError` raised, so a hostile server's endless body costs at most that much.
         Raises :class:`UpstreamError`.
         """
         if not self.available(parent, detached):
@@ -202,7 +207,8 @@ class Sender:
         flow.is_replay = "request"
         flow.metadata["mcpx"] = {"origin": ORIGIN, "purpose": purpose, "for_flow": parent.id}
         flow.comment = flowlist.own(body, purpose, parent.id)  # its messages first, as every flow's
-        own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable, on_head=on_head, on_broken=on_broken)
+        own = self.own[flow.id] = _Own(on_chunk=on_chunk, on_undecodable=on_undecodable, on_head=on_head, on_broken=on_broken,
+                                       limit=limit)
         handler = ReplayHandler(flow, ctx.options)
         task = asyncio.get_running_loop().create_task(handler.replay())
         loop = asyncio.get_running_loop()
@@ -224,6 +230,8 @@ class Sender:
         except asyncio.CancelledError:
             self._abort(handler, task, flow.id)
             raise
+        if own.over:
+            raise UpstreamError(f"answer larger than {limit} bytes")
         if not done:
             self._abort(handler, task, flow.id)
             raise UpstreamError(f"no response within {timeout:g} s")
@@ -299,6 +307,8 @@ class Sender:
             return
         if own.on_chunk is not None:
             self._stream(flow, own)
+        elif own.limit is not None:
+            _bound(self, flow, own)
         if own.on_head is not None:
             try:
                 own.on_head(flow.response, own.streamed)
@@ -376,6 +386,36 @@ class Sender:
             note = f"mcpx: response body not kept ({own.raw_size} bytes streamed; mcpx_keep_original is {self.keep})"
             flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
         own.raw.clear()
+
+
+def _bound(sender: Sender, flow: http.HTTPFlow, own: _Own) -> None:
+    """An own flow's response body read to at most ``own.limit`` bytes (:meth:`Sender.send` ``limit``):
+    streamed into ``own.received`` (the flow keeps it at its end), the request ended once it is larger."""
+    assert flow.response is not None and own.limit is not None
+    loop = asyncio.get_running_loop()
+
+    def over() -> None:
+        if not own.over:
+            own.over = True
+            loop.call_soon(sender._abort, own.handler, own.task, flow.id)
+    size = flow.response.headers.get("content-length", "")
+    if size.isdigit() and int(size) > own.limit:
+        over()
+    own.streamed = True
+
+    def chunk(data: bytes) -> bytes:
+        if own.over:
+            return b""
+        if not data:
+            flow.response.data.content = b"".join(own.received)
+            return data
+        own.raw_size += len(data)
+        if own.raw_size > own.limit:
+            over()
+            return b""
+        own.received.append(data)
+        return data
+    flow.response.stream = chunk
 
 
 def whole_body(resp: http.Response, cap: int | None) -> tuple[bytes, str | None]:

@@ -72,36 +72,78 @@ def run(name: str, alias: str, url: str) -> dict:
     return rep
 
 
-@pytest.fixture(scope="module")
-def current(tmp_path_factory):
-    """The current deployment: AS, a resource server at its own URL, one behind mcpx (public URL = mcpx's)."""
-    a, b, b2, c = free_port(), free_port(), free_port(), free_port()
-    proc = _server("1.12.4", "current", str(a), f"{b}=http://127.0.0.1:{b}/", f"{b2}=http://127.0.0.1:{c}/")
-    try:
-        _wait([a, b, b2], proc)
-        px = Proxy(f"http://127.0.0.1:{b2}", tmp_path_factory.mktemp("auth-current"), port=c)
-        PROXIES.append(px)
-        yield {"as": f"http://127.0.0.1:{a}", "direct": f"http://127.0.0.1:{b}/mcp", "px": px, "proc": proc}
-        px.stop()
-    finally:
-        proc.terminate()
-        proc.wait(10)
+STRICT_PROFILES = ('[profiles."strict-issuer"]\ndescription = "a client that checks the issuer (test)"\n'
+                   'source = "tests/e2e/test_authorization.py"\n'
+                   'match = { client_name = "mcpx-auth-test", client_version = "1.0.0" }\noauth_issuer_check = true\n')
 
 
 @pytest.fixture(scope="module")
-def legacy(tmp_path_factory):
-    """The 2025-03-26-era server (origin metadata, no PRM), and mcpx in front of it."""
-    d = free_port()
-    proc = _server("1.8.1", "legacy", str(d))
+def deployments(tmp_path_factory):
+    """Every server and mcpx of the module, started together (their start-ups overlap; each test reads its own):
+
+    - *current*: the authorization server, a resource server at its own URL, one behind mcpx (public URL =
+      mcpx's), and a second mcpx in front of that one with a host profile that checks the issuer;
+    - *legacy*: the 2025-03-26-era server (origin metadata, no PRM), and mcpx in front of it;
+    - *regular*: the current deployment over TLS (the suite's test CA, tests/tls_lib.py: a TLS front before
+      each port), and mitmdump in regular mode; the client uses it as HTTPS proxy and trusts mitmproxy's CA."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tls_lib import ThrowawayCA, TLSFront
+    tmp = tmp_path_factory.mktemp("auth")
+    a, b, b2, c, d, ra, rb = (free_port() for _ in range(7))
+    ca = ThrowawayCA(tmp)
+    fa, fb = TLSFront(ca, ra), TLSFront(ca, rb)
+    issuer, public = f"https://127.0.0.1:{fa.port}", f"https://127.0.0.1:{fb.port}"
+    procs = {"current": _server("1.12.4", "current", str(a), f"{b}=http://127.0.0.1:{b}/", f"{b2}=http://127.0.0.1:{c}/"),
+             "legacy": _server("1.8.1", "legacy", str(d)),
+             "regular": _server("1.12.4", "current", f"{ra}={issuer}/", f"{rb}={public}/")}
+    profiles = tmp / "strict.toml"
+    profiles.write_text(STRICT_PROFILES)
+    starts = {"current": lambda: Proxy(f"http://127.0.0.1:{b2}", tmp, port=c, tag="-current"),
+              "strict": lambda: Proxy(f"http://127.0.0.1:{b2}", tmp, tag="-strict", options={"mcpx_profiles": profiles}),
+              "legacy": lambda: Proxy(f"http://127.0.0.1:{d}", tmp, tag="-legacy"),
+              "regular": lambda: Proxy("", tmp, mode="regular", tag="-regular",
+                                       options={"ssl_verify_upstream_trusted_ca": ca.ca_pem})}
     try:
-        _wait([d], proc)
-        px = Proxy(f"http://127.0.0.1:{d}", tmp_path_factory.mktemp("auth-legacy"))
-        PROXIES.append(px)
-        yield {"as": f"http://127.0.0.1:{d}", "direct": f"http://127.0.0.1:{d}/mcp", "px": px, "proc": proc}
-        px.stop()
+        with ThreadPoolExecutor(2) as pool:  # (two at a time: a loaded 2-core machine starts four slowly)
+            running = {k: pool.submit(f) for k, f in starts.items()}
+        pxs = {k: f.result() for k, f in running.items() if f.exception() is None}
+        PROXIES.extend(pxs.values())  # (stopped below even when another failed to start)
+        for f in running.values():
+            if f.exception() is not None:
+                raise f.exception()
+        _wait([a, b, b2], procs["current"])
+        _wait([d], procs["legacy"])
+        _wait([ra, rb], procs["regular"])
+        yield {"current": {"as": f"http://127.0.0.1:{a}", "direct": f"http://127.0.0.1:{b}/mcp", "px": pxs["current"],
+                           "strict": pxs["strict"]},
+               "legacy": {"as": f"http://127.0.0.1:{d}", "direct": f"http://127.0.0.1:{d}/mcp", "px": pxs["legacy"]},
+               "regular": {"as": f"http://127.0.0.1:{ra}", "issuer": issuer, "url": f"{public}/mcp", "ca": ca,
+                           "px": pxs["regular"]}}
     finally:
-        proc.terminate()
-        proc.wait(10)
+        for px in PROXIES:
+            px.stop()
+        for proc in procs.values():
+            proc.terminate()
+        for proc in procs.values():
+            proc.wait(10)
+        fa.stop()
+        fb.stop()
+
+
+@pytest.fixture(scope="module")
+def current(deployments):
+    return deployments["current"]
+
+
+@pytest.fixture(scope="module")
+def legacy(deployments):
+    return deployments["legacy"]
+
+
+@pytest.fixture(scope="module")
+def regular(deployments):
+    return deployments["regular"]
 
 
 def _auth_records(px: Proxy) -> list[dict]:
@@ -145,45 +187,47 @@ def test_old_client_fails_directly_and_logs_in_through_mcpx(current):
     assert any(r["rule"] == "CT-resource_link" and r["action"] == "rewrite" for r in current["px"].changes())
 
 
-def test_current_client_logs_in_through_mcpx_as_directly(current):
+@pytest.mark.parametrize("alias", ["sdk-1.25.0", "client-2.4.0"])
+def test_current_client_logs_in_through_mcpx_as_directly(current, alias):
+    """npm ``@modelcontextprotocol/sdk`` 1.25.0 (PRM first) and ``@modelcontextprotocol/client`` 2.4.0
+    (PRM, then the issuer checks: the metadata's ``issuer`` against the discovery URL, RFC 8414 §3.3, and
+    the authorization server bound to the callback leg, SEP-2352) log in through mcpx exactly as
+    directly: the same requests to the authorization server, the same fetches, no AUTH- record."""
     asrv = current["as"]
     start = len(_get(f"{asrv}/_log"))
-    direct = run("1.25.0-direct", "sdk-1.25.0", current["direct"])
+    direct = run(f"{alias}-direct", alias, current["direct"])
     mid = len(_get(f"{asrv}/_log"))
     before = len(current["px"].changes())
-    through = run("1.25.0-mcpx", "sdk-1.25.0", current["px"].url)
+    through = run(f"{alias}-mcpx", alias, current["px"].url)
     assert direct["ok"] is True and through["ok"] is True, (direct, through)
     assert direct["link"] == through["link"] == [{"name": "auth-link", "uri": "file:///tmp/auth-link.txt", "type": "resource_link"}]
     log_direct, log_through = _as_log(asrv, start)[: mid - start], _as_log(asrv, mid)
     assert log_direct == log_through  # the same requests to the authorization server
+    # 2.4.0 keeps the discovery state it bound to the callback leg: no second metadata fetch before /token
+    again = ["/.well-known/oauth-authorization-server"] if alias == "sdk-1.25.0" else []
     assert [e["path"] for e in log_direct] == ["/.well-known/oauth-authorization-server", "/register", "/authorize",
-                                               "/.well-known/oauth-authorization-server", "/token"]
+                                               *again, "/token"]
     mcp, via = current["direct"].rsplit("/", 1)[0], current["px"].url.rsplit("/", 1)[0]
     assert through["fetches"] == [f.replace(mcp, via) for f in direct["fetches"]]
     assert not [r for r in current["px"].changes()[before:] if r["rule"].startswith("AUTH-")]  # invisible
 
 
-def test_a_client_whose_profile_checks_the_issuer_logs_in_by_the_default_endpoints(current, tmp_path):
-    """A host profile with ``oauth_issuer_check = true`` for the client (its 401'd initialize's clientInfo):
-    mcpx serves it no other server's metadata at the origin (the server's 404 stands, as directly), and
-    the client's 2025-03-26 fallback to the default endpoints is redirected to the authorization server:
-    it logs in with no document whose issuer it could reject."""
-    profiles = tmp_path / "strict.toml"
-    profiles.write_text('[profiles."strict-issuer"]\ndescription = "a client that checks the issuer (test)"\n'
-                        'source = "tests/e2e/test_authorization.py"\n'
-                        'match = { client_name = "mcpx-auth-test", client_version = "1.0.0" }\noauth_issuer_check = true\n')
-    upstream = current["px"].proc.args[current["px"].proc.args.index("--mode") + 1].split(":", 1)[1]
-    asrv = current["as"]
-    with Proxy(upstream, tmp_path, options={"mcpx_profiles": profiles}) as px:
-        via = px.url.rsplit("/", 1)[0]
-        rep = run("strict-mcpx", "sdk-1.10.2", px.url)
-        assert rep["ok"] is True, rep
-        assert rep["fetches"][:7] == [f"POST {via}/mcp", f"GET {via}/.well-known/oauth-authorization-server",
-                                      f"POST {via}/register", f"GET {via}/authorize", f"GET {asrv}/authorize",
-                                      f"GET {via}/.well-known/oauth-authorization-server", f"POST {via}/token"]
-        assert [(r["rule"], r["after"]) for r in px.changes() if r["rule"].startswith("AUTH-")] == [
-            ("AUTH-default-endpoint", f"HTTP 307 {asrv}/register"), ("AUTH-default-endpoint", f"HTTP 302 {asrv}/authorize"),
-            ("AUTH-default-endpoint", f"HTTP 307 {asrv}/token")]
+def test_a_client_whose_profile_checks_the_issuer_logs_in_by_the_default_endpoints(current):
+    """A host profile with ``oauth_issuer_check = true`` for the client (its 401'd initialize's clientInfo;
+    :data:`STRICT_PROFILES`, on the module's second mcpx in front of the current server): mcpx serves it
+    no other server's metadata at the origin (the server's 404 stands, as directly), and the client's
+    2025-03-26 fallback to the default endpoints is redirected to the authorization server: it logs in
+    with no document whose issuer it could reject."""
+    asrv, px = current["as"], current["strict"]
+    via = px.url.rsplit("/", 1)[0]
+    rep = run("strict-mcpx", "sdk-1.10.2", px.url)
+    assert rep["ok"] is True, rep
+    assert rep["fetches"][:7] == [f"POST {via}/mcp", f"GET {via}/.well-known/oauth-authorization-server",
+                                  f"POST {via}/register", f"GET {via}/authorize", f"GET {asrv}/authorize",
+                                  f"GET {via}/.well-known/oauth-authorization-server", f"POST {via}/token"]
+    assert [(r["rule"], r["after"]) for r in px.changes() if r["rule"].startswith("AUTH-")] == [
+        ("AUTH-default-endpoint", f"HTTP 307 {asrv}/register"), ("AUTH-default-endpoint", f"HTTP 302 {asrv}/authorize"),
+        ("AUTH-default-endpoint", f"HTTP 307 {asrv}/token")]
 
 
 def test_current_client_in_front_of_legacy_server(legacy):
@@ -215,30 +259,6 @@ def test_current_client_in_front_of_legacy_server(legacy):
                                         f'bearer_methods_supported: ["header"]}}')]
     assert [(r["rule"], r["pointer"], r["after"]) for r in recs[3:]] == [
         (r["rule"], r["pointer"], r["after"]) for r in recs[:2]]  # client-2.4.0: the challenge and one PRM (it keeps it)
-
-
-@pytest.fixture(scope="module")
-def regular(tmp_path_factory):
-    """The current deployment over TLS (the suite's test CA, tests/tls_lib.py: a TLS front before each
-    port), and mitmdump in regular mode; the client uses it as HTTPS proxy and trusts mitmproxy's CA."""
-    from tls_lib import ThrowawayCA, TLSFront
-    tmp = tmp_path_factory.mktemp("auth-regular")
-    ca = ThrowawayCA(tmp)
-    a, b = free_port(), free_port()
-    fa, fb = TLSFront(ca, a), TLSFront(ca, b)
-    issuer, public = f"https://127.0.0.1:{fa.port}", f"https://127.0.0.1:{fb.port}"
-    proc = _server("1.12.4", "current", f"{a}={issuer}/", f"{b}={public}/")
-    try:
-        _wait([a, b], proc)
-        px = Proxy("", tmp, mode="regular", options={"ssl_verify_upstream_trusted_ca": ca.ca_pem})
-        PROXIES.append(px)
-        yield {"as": f"http://127.0.0.1:{a}", "issuer": issuer, "url": f"{public}/mcp", "ca": ca, "px": px}
-        px.stop()
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        fa.stop()
-        fb.stop()
 
 
 def run_py(name: str, url: str, env: dict[str, str]) -> dict:
@@ -275,7 +295,7 @@ def test_no_token_code_or_secret_in_anything_mcpx_kept(current, legacy, regular)
     absent from the change logs, mitmdump's output (the terminal lines), the flow metadata and
     comments mcpx wrote, and mcpx's own discovery fetches (no Authorization or Cookie header at all; the
     initialize mcpx forwards on the client's behalf carries the client's, as the client sent it)."""
-    assert {"1.10.2-mcpx", "1.25.0-mcpx", "legacy-mcpx", "regular-mcpx"} <= set(RUNS), "run with the module's other tests"
+    assert {"1.10.2-mcpx", "sdk-1.25.0-mcpx", "client-2.4.0-mcpx", "legacy-mcpx", "regular-mcpx"} <= set(RUNS), "run with the module's other tests"
     issued = _get(f"{current['as']}/_secrets") + _get(f"{legacy['as']}/_secrets") + _get(f"{regular['as']}/_secrets")
     assert len(issued) >= 12  # codes, access and refresh tokens, client secrets of six logins
     for px in PROXIES:

@@ -226,3 +226,140 @@ def test_challenge_parameter_and_lifetimes_and_metadata_urls():
         "https://as.example/tenant1/.well-known/openid-configuration"]
     assert [wk.resource_metadata_suffix(p) for p in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
                                                      "/.well-known/oauth-protected-resourcex", "/mcp")] == ["", "/mcp", None, None]
+
+
+# -- hostile WWW-Authenticate values (RFC 9110 §11.6.1: a quoted-string is a value, never a scheme or a parameter)
+@pytest.mark.parametrize("value,expected", [
+    # a quoted comma and a quoted "Bearer" inside another scheme's realm: no Bearer challenge to add to
+    ('Basic realm="a, Bearer b"', 'Bearer resource_metadata="u", Basic realm="a, Bearer b"'),
+    # escaped quotes inside a value: the parameter goes before the first auth-param, the rest as sent
+    ('Bearer realm="a\\"b, c=\\"d\\"", scope="s"', 'Bearer resource_metadata="u", realm="a\\"b, c=\\"d\\"", scope="s"'),
+    ("bearer   scope=x", 'bearer resource_metadata="u",   scope=x'),  # scheme case-insensitive (RFC 9110 §11.1)
+    ('Bearer realm="unterminated', None),  # does not parse: left as sent
+    ("Bearer abc123==", None),  # a token68 challenge can take no auth-param
+    ('Bearer realm="x" junk', None),
+    ('Bearer realm=', None),
+    ("@@@", None),
+])
+def test_with_resource_metadata_hostile_quoting(value, expected):
+    assert wk.with_resource_metadata(value, "u") == expected
+
+
+def test_with_resource_metadata_quotes_the_url():
+    assert wk.with_resource_metadata(None, 'http://a/"b\\c') == 'Bearer resource_metadata="http://a/\\"b\\\\c"'
+    assert wk.with_resource_metadata("Bearer", "http://a/\r\nSet-Cookie: x") is None  # never a header split
+
+
+@pytest.mark.parametrize("value,expected", [
+    ('Bearer error_description="bad, resource_metadata=http://evil/x"', None),  # a value, not the parameter
+    ('Bearer error_description="a\\", resource_metadata=http://evil/"', None),
+    ('Bearer error="x", resource_metadata="http://a/\\"b"', 'http://a/"b'),
+    ('Basic realm="r", bearer RESOURCE_METADATA="http://a/m"', "http://a/m"),
+    ('Bearer resource_metadata="http://a/m', None),  # unterminated: nothing read from it
+    ('DPoP algs="ES256", Bearer resource_metadata=http://a/m', "http://a/m"),
+])
+def test_resource_metadata_param_hostile_quoting(value, expected):
+    assert wk.resource_metadata_param(value) == expected
+
+
+def test_an_unparsable_challenge_is_left_as_the_server_sent_it():
+    d = Discovery()
+    assert ask(d, seen("POST", "/mcp", 401, 'Bearer realm="x'), Origin(OLD_SERVER)) == Keep()
+    assert ask(d, seen("POST", "/mcp", 401, "Bearer dG9rZW4="), Origin(OLD_SERVER)) == Keep()
+
+
+@pytest.mark.parametrize("stated", ["http://127.0.0.1:6666/", f"{AS}/tenant", None, 7])
+def test_metadata_stating_another_issuer_is_never_served_or_followed(stated):
+    """RFC 8414 §3.3: metadata whose ``issuer`` is not the one its URL was built from MUST NOT be used:
+    the origin's 404 stands, and the default endpoints are not redirected by it."""
+    doc = {**AS_DOC, "issuer": stated}
+    origin = Origin({**NEW_SERVER, f"{AS}/.well-known/oauth-authorization-server": (200, {}, doc)})
+    d = Discovery()
+    assert ask(d, seen("GET", "/.well-known/oauth-authorization-server", 404), origin) == Keep()
+    assert ask(d, seen("POST", "/register", 404), origin) == Keep()
+
+
+def test_metadata_issuer_differing_by_a_trailing_slash_is_served():
+    doc = {**AS_DOC, "issuer": AS}  # the PRM names f"{AS}/"
+    origin = Origin({**NEW_SERVER, f"{AS}/.well-known/oauth-authorization-server": (200, {}, doc)})
+    out = ask(Discovery(), seen("GET", "/.well-known/oauth-authorization-server", 404), origin)
+    assert isinstance(out, Serve) and orjson.loads(out.body) == doc
+
+
+def test_one_origins_documents_are_never_served_for_another():
+    """The cache is keyed by the URL fetched (scheme, host, port, path): origin B, whose PRM names another
+    authorization server, gets that server's metadata, never the one cached for origin A."""
+    b, as_b = "http://127.0.0.1:9001", "http://127.0.0.1:9101"
+    b_doc = {**AS_DOC, "issuer": f"{as_b}/", "authorization_endpoint": f"{as_b}/authorize"}
+    origin = Origin({**NEW_SERVER, f"{b}/.well-known/oauth-protected-resource": (200, {}, {"resource": f"{b}/", "authorization_servers": [f"{as_b}/"]}),
+                     f"{as_b}/.well-known/oauth-authorization-server": (200, {}, b_doc)})
+    d = Discovery()
+    at = lambda server: Seen(method="GET", path="/.well-known/oauth-authorization-server", status=404,  # noqa: E731
+                             server_origin=server, client_origin=server, client="127.0.0.1", mcp=True)
+    a_out, b_out = ask(d, at(MCP), origin), ask(d, at(b), origin)
+    assert orjson.loads(a_out.body) == AS_DOC and orjson.loads(b_out.body) == b_doc
+    # origin C publishes nothing: it gets nothing cached for A or B
+    assert ask(d, at("http://127.0.0.1:9002"), origin) == Keep()
+    assert origin.asked[-1] == "http://127.0.0.1:9002/.well-known/oauth-protected-resource"
+
+
+def test_mcpx_fetches_carry_no_credentials_of_the_client():
+    """The hook's own discovery GET: exactly Host (of the URL fetched, not the client's) and Accept,
+    whatever the client's request carried (Authorization, Cookie, a forged Host or X-Forwarded-Host)."""
+    from types import SimpleNamespace
+
+    from mitmproxy.test import tflow
+
+    from mcpx_core.addons.authorization import Authorization
+    sent = []
+
+    class Sender:
+        async def send(self, flow, method, body, headers, purpose, **kw):
+            sent.append((method, body, headers, purpose, kw["url"]))
+            return SimpleNamespace(status=200, headers={}, body=b"{}")
+    f = tflow.tflow()
+    f.request.headers.update({"authorization": "Bearer secret-token", "cookie": "s=1", "host": "evil.example",
+                              "x-forwarded-host": "evil.example"})
+    hook = Authorization(SimpleNamespace(sender=Sender()))
+    got = asyncio.run(hook._fetch(f, f"{AS}/.well-known/oauth-authorization-server"))
+    assert got == Fetched(200, {}, b"{}")
+    assert sent == [("GET", None, {"host": "127.0.0.1:9100", "accept": "application/json"}, "authorization discovery",
+                     f"{AS}/.well-known/oauth-authorization-server")]
+
+
+@pytest.mark.parametrize("mode,expected", [("reverse:http://127.0.0.1:9000", "http://127.0.0.1:8080"),
+                                           ("regular", "http://127.0.0.1:9000")])
+def test_a_forged_host_or_x_forwarded_host_never_names_the_origin(mode, expected):
+    """The origin a synthesized PRM and ``resource_metadata`` name (:func:`client_origin`) comes from the
+    connection (reverse mode: the address the client reached mcpx at) or the request target mitmproxy
+    connects to (regular mode), never from ``Host`` or ``X-Forwarded-Host``: a client cannot make mcpx name
+    another origin in a document."""
+    from mitmproxy.proxy.mode_specs import ProxyMode
+    from mitmproxy.test import taddons, tflow
+
+    from mcpx_core.addons.authorization import client_origin
+    f = tflow.tflow()
+    f.request.scheme, f.request.host, f.request.port = "http", "127.0.0.1", 9000
+    f.request.headers["host"] = "evil.example"
+    f.request.headers["x-forwarded-host"] = "evil.example:443"
+    f.client_conn.proxy_mode = ProxyMode.parse(mode)
+    f.client_conn.sockname = ("127.0.0.1", 8080)
+    f.client_conn.sni, f.client_conn.timestamp_tls_setup = None, None  # plain HTTP
+    with taddons.context():
+        assert client_origin(f) == expected
+
+
+@pytest.mark.parametrize("issuer", [f"{MCP}/oauth", "http://127.0.0.1:6666/"])
+def test_no_prm_is_synthesized_for_an_issuer_whose_metadata_is_not_the_one_read(issuer):
+    """A 2025-03-26 server whose origin metadata names an issuer with a path (the conformance suite's
+    ``auth/2025-03-26-oauth-metadata-backcompat``: ``http://localhost:PORT/oauth``) or on another origin:
+    a PRM naming it would send a current client to ``/.well-known/oauth-authorization-server/oauth``
+    (RFC 8414 §3.1), which the server does not publish, and break the fallback that logs it in directly:
+    the 404 and the challenge stay as the server sent them."""
+    origin = Origin({f"{MCP}/.well-known/oauth-authorization-server": (200, {}, {**OWN_DOC, "issuer": issuer})})
+    d = Discovery()
+    assert ask(d, seen("GET", "/.well-known/oauth-protected-resource/mcp", 404), origin) == Keep()
+    assert ask(d, seen("POST", "/mcp", 401, "Bearer"), origin) == Keep()
+    # the origin the client used (reverse mode) is as good as the server's
+    own = Origin({f"{MCP}/.well-known/oauth-authorization-server": (200, {}, {**OWN_DOC, "issuer": f"{MCPX}/"})})
+    assert isinstance(ask(Discovery(), seen("GET", "/.well-known/oauth-protected-resource/mcp", 404), own), Serve)

@@ -10,6 +10,7 @@ proxy options apply) as GETs with no credentials of any client. Runs before
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from mitmproxy import ctx, http
@@ -21,8 +22,12 @@ from ..changes import Change
 from .state import State, origin_of
 
 logger = logging.getLogger("mcpx")
-#: seconds one of mcpx's own discovery fetches may take
+#: seconds one of mcpx's own discovery fetches may take, and all of them for one response together
+#: (the client's response waits for them: a slow authorization server costs it this much at most)
 FETCH_TIMEOUT = 10.0
+#: bytes of a discovery document at most (RFC 8414 and RFC 9728 documents are a few KiB): a larger
+#: answer is cut there and not used
+DOC_MAX = 256 << 10
 
 
 class Authorization:
@@ -48,7 +53,10 @@ class Authorization:
                     client=_client(flow), mcp=bool(exch is not None and exch.is_mcp) or "mcp-protocol-version" in flow.request.headers,
                     initialize=init is not None, issuer_check=self._issuer_check(flow, init) if init is not None else None)
         try:
-            answer = await st.auth.answer(seen, lambda url: self._fetch(flow, url))
+            answer = await asyncio.wait_for(st.auth.answer(seen, lambda url: self._fetch(flow, url)), FETCH_TIMEOUT)
+        except TimeoutError:
+            logger.info(f"mcpx: authorization discovery: no answer within {FETCH_TIMEOUT:g} s: the server's response as it is")
+            return
         except Exception as e:  # never lose a message: the server's response goes on as it is
             logger.warning(f"mcpx: authorization discovery failed: {type(e).__name__}: {e}")
             return
@@ -82,7 +90,8 @@ class Authorization:
         st = self.state
         headers = {"host": urlsplit(url).netloc, "accept": "application/json"}
         try:
-            r = await st.sender.send(flow, "GET", None, headers, "authorization discovery", url=url, timeout=FETCH_TIMEOUT)
+            r = await st.sender.send(flow, "GET", None, headers, "authorization discovery", url=url, timeout=FETCH_TIMEOUT,
+                                     limit=DOC_MAX)
         except upstream.UpstreamError as e:
             logger.info(f"mcpx: authorization discovery: {url.split('?', 1)[0]} did not answer: {e.reason}")
             raise FetchError(e.reason) from None

@@ -1,6 +1,7 @@
 """Authorization across revisions: OAuth discovery documents at the MCP origin (a stage of its own).
 
 - :mod:`.wellknown`: the paths, URLs, ``WWW-Authenticate`` parameters and cache lifetimes, sans I/O;
+- :mod:`.challenge`: ``WWW-Authenticate`` challenges parsed and written by RFC 9110 §11.6.1, sans I/O;
 - :mod:`.discovery`: :class:`Discovery`, the one question (:meth:`Discovery.answer`) and its answers
   :class:`Keep`, :class:`Serve`, :class:`Challenge`, :class:`Redirect`.
 

@@ -35,16 +35,19 @@ secret. Sans I/O: tests give a ``fetch`` of their own.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
+from urllib.parse import urlsplit
 
 from ..changes import Change, Summary
 from . import wellknown as wk
 
+logger = logging.getLogger("mcpx")
 #: documents kept at most (URLs: the metadata of an origin, its PRM, its authorization server)
 CACHE_MAX = 1024
 JSON_HEADERS = (("content-type", "application/json"), ("cache-control", "no-store"))
@@ -247,6 +250,9 @@ class Discovery:
             return Keep()
         url = seen.client_origin_url + wk.RESOURCE_METADATA + seen.path.rstrip("/")
         value = wk.with_resource_metadata(seen.challenge, url)
+        if value is None:  # a challenge that does not parse (RFC 9110 §11.6.1), or a token68 one: left as sent
+            logger.info("mcpx: authorization: a WWW-Authenticate value that cannot take resource_metadata: left as sent")
+            return Keep()
         change = Change(pointer="header:WWW-Authenticate", action="synthesize", rule="AUTH-resource-metadata",
                         before=None, after=f'resource_metadata="{url}"',
                         detail="a 401 without resource_metadata from an origin that publishes only RFC 8414 metadata: "
@@ -255,20 +261,28 @@ class Discovery:
 
     async def _own_issuer(self, seen: Seen, fetch: Fetch) -> str | None:
         """The issuer of the origin's own RFC 8414 metadata, when it publishes no PRM (a 2025-03-26
-        deployment); None otherwise."""
+        deployment) and a client that reads that issuer from a PRM finds this very document: the
+        issuer is an origin (the server's, or the one the client used) without a path, so its
+        metadata URL (RFC 8414 §3.1) is the one mcpx read. None otherwise: an issuer with a path
+        (``http://host/oauth``) sends a current client to ``/.well-known/oauth-authorization-server/oauth``,
+        which a 2025-03-26 server does not publish, while its fallback to the origin's metadata works
+        as directly (the conformance suite's ``auth/2025-03-26-oauth-metadata-backcompat`` server)."""
         if await self._prm(seen.server_origin, fetch) is not None:
             return None
         asm = await self._get(seen.server_origin_url + wk.AS_METADATA, fetch)
         if asm is None:
             return None
         issuer = asm.doc.get("issuer")
-        return issuer if isinstance(issuer, str) and issuer.startswith(("https://", "http://")) else None
+        if not isinstance(issuer, str) or not issuer.startswith(("https://", "http://")):
+            return None
+        if urlsplit(issuer).path.strip("/") or wk.origin_of(issuer) not in (seen.server_origin, seen.client_origin):
+            return None
+        return issuer
 
     # -- documents --------------------------------------------------------------------------------
     async def _prm(self, origin: str, fetch: Fetch) -> _Doc | None:
         """The origin's protected resource metadata: at the URL its 401 named (its path, at this
         origin: in reverse mode the header names the public URL), else at the origin's root."""
-        from urllib.parse import urlsplit
         urls = []
         named = self.named.get(origin)
         if named is not None:
@@ -283,10 +297,18 @@ class Discovery:
         return None
 
     async def _as_metadata(self, issuer: str, fetch: Fetch) -> _Doc | None:
+        """The metadata of ``issuer``, only when its ``issuer`` is the one its URL was built from
+        (RFC 8414 §3.3: otherwise it MUST NOT be used; a trailing ``/`` aside, as PRMs and metadata
+        of one deployment often differ by it): never another server's document under this name."""
         for url in wk.as_metadata_urls(issuer):
             doc = await self._get(url, fetch)
-            if doc is not None:
-                return doc
+            if doc is None:
+                continue
+            stated = doc.doc.get("issuer")
+            if not isinstance(stated, str) or stated.rstrip("/") != issuer.rstrip("/"):
+                logger.info(f"mcpx: authorization: the metadata at {url} states another issuer than {issuer}: not used")
+                return None
+            return doc
         return None
 
     async def _get(self, url: str, fetch: Fetch) -> _Doc | None:

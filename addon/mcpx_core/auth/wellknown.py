@@ -19,9 +19,10 @@ does the HTTP.
 from __future__ import annotations
 
 import email.utils
-import re
 import time
 from urllib.parse import urlsplit
+
+from . import challenge
 
 #: RFC 8414 §3: the well-known suffix of authorization server metadata
 AS_METADATA = "/.well-known/oauth-authorization-server"
@@ -78,31 +79,19 @@ def synthesized_prm(resource: str, issuer: str) -> dict:
     return {"resource": resource, "authorization_servers": [issuer], "bearer_methods_supported": ["header"]}
 
 
-# -- WWW-Authenticate (RFC 9110 §11.6.1, RFC 6750 §3, RFC 9728 §5.1) ------------------------------
-_RESOURCE_METADATA = re.compile(r'(?i)(?:^|[\s,])resource_metadata\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
-
-
+# -- WWW-Authenticate (RFC 9110 §11.6.1, RFC 6750 §3, RFC 9728 §5.1): parsed by .challenge ----------
 def resource_metadata_param(value: str | None) -> str | None:
     """The ``resource_metadata`` auth-param of a ``WWW-Authenticate`` value (RFC 9728 §5.1), unquoted;
-    None when the value has none."""
-    m = _RESOURCE_METADATA.search(value or "")
-    if m is None:
-        return None
-    v = m.group(1)
-    return re.sub(r"\\(.)", r"\1", v[1:-1]) if v.startswith('"') else v
+    None when the value has none (a quoted ``resource_metadata=`` inside another parameter is a value)
+    or does not parse."""
+    return challenge.param(value, "resource_metadata")
 
 
-def with_resource_metadata(value: str | None, url: str) -> str:
+def with_resource_metadata(value: str | None, url: str) -> str | None:
     """``value`` (the server's ``WWW-Authenticate``, or None) with ``resource_metadata="url"`` added
-    to its Bearer challenge (RFC 9728 §5.1), or a Bearer challenge of that parameter alone."""
-    param = f'resource_metadata="{url}"'
-    if not value or not value.strip():
-        return f"Bearer {param}"
-    m = re.search(r"(?i)(?:^|,)\s*bearer(?=\s|,|$)", value)
-    if m is None:
-        return f"Bearer {param}, {value}"
-    head, tail = value[:m.end()], value[m.end():]
-    return f"{head} {param}" + ("," + tail if tail.strip() else "")
+    to its Bearer challenge (RFC 9728 §5.1), or a Bearer challenge of that parameter alone before the
+    others; None when the header must stay as it is (:func:`.challenge.with_param`)."""
+    return challenge.with_param(value, "Bearer", "resource_metadata", url)
 
 
 # -- lifetimes (RFC 9111 §4.2.1, §5.2.2) ------------------------------------------------------------
