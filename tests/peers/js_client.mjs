@@ -179,7 +179,15 @@ if (modern) {
   for (const m of NOTIFICATION_METHODS) if (schemas[m]) client.setNotificationHandler(schemas[m], onNotification);
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(url));
+// options.transport "sse": the 2024-11-05 HTTP+SSE transport (SSEClientTransport of the same SDK)
+let transport;
+if (options.transport === "sse") {
+  const { SSEClientTransport } = modern ? await import(pathToFileURL(createRequire(join(nm, "@modelcontextprotocol/client/package.json")).resolve("@modelcontextprotocol/client")).href)
+    : await esm(`${alias}/dist/esm/client/sse.js`);
+  transport = new SSEClientTransport(new URL(url));
+} else {
+  transport = new StreamableHTTPClientTransport(new URL(url));
+}
 // Record the negotiated revision from the initialize result, whatever the SDK.
 let negotiated = null;
 let onmessage;
