@@ -56,7 +56,9 @@ class TransportResponses:
         self.state.transport.legs.responseheaders(flow)
 
     def response(self, flow: http.HTTPFlow) -> None:
+        self.state.transport.ended(flow)
         self.state.transport.legs.response(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
+        self.state.transport.ended(flow)
         self.state.transport.legs.error(flow)

@@ -84,6 +84,8 @@ class HttpSseTransport:
         self.enabled = True
         self.verdicts: dict[tuple[str, str], str | None] = {}
         self.sessions: dict[str, TransportSession] = {}
+        #: the client's stream by its flow's id, until the flow ends (its body: what the client got)
+        self.streams: dict[str, AnswerStream] = {}
         self._tasks: set[asyncio.Task] = set()
 
     def takes(self, flow: http.HTTPFlow) -> bool:
@@ -158,8 +160,15 @@ class HttpSseTransport:
         stream.put(wire.endpoint_event(wire.endpoint_url(path, token, wire.forwarded_prefix(hv))))
         ts.keepalive = self._spawn(self._keepalive(ts))
         flow.metadata["mcpx_transport"] = NAME
+        self.streams[flow.id] = stream
         logger.info(f"mcpx: HTTP+SSE client on {path}: served by mcpx, messages to {urlsplit(url).path} (Streamable HTTP)")
         return Streamed(stream, note=f"the HTTP+SSE transport, served by mcpx; messages go to {urlsplit(url).path} as Streamable HTTP")
+
+    def ended(self, flow: http.HTTPFlow) -> None:
+        """The client's stream flow ended: its body is what the client got (views, ``-w`` files)."""
+        stream = self.streams.pop(flow.id, None)
+        if stream is not None and flow.response is not None and flow.response.raw_content in (None, b""):
+            flow.response.content = stream.delivered
 
     def _post(self, flow: http.HTTPFlow, token: str) -> Answer:
         flow.metadata["mcpx_transport"] = NAME

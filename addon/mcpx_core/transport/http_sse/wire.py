@@ -114,7 +114,8 @@ class Reframer:
         return self._out(self.parser.feed(chunk)) if chunk else []
 
     def close(self) -> list[bytes]:
-        """The events of the answer's end (an event its last blank line did not end)."""
+        """The events the answer's end completes (an event the stream ends in, before its blank line,
+        is not dispatched: WHATWG HTML 9.2.6, as the client itself would not)."""
         return self._out(self.parser.close()[0])
 
     @staticmethod
