@@ -143,6 +143,8 @@ class Legs:
     def response(self, flow: http.HTTPFlow) -> None:
         leg = self.by_flow.get(flow.id)
         resp = flow.response
+        if leg is not None:
+            _both_transports(flow)
         if leg is None or resp is None or leg.streamed:
             return
         body = resp.get_content(strict=False) or b""
@@ -156,6 +158,8 @@ class Legs:
 
     def error(self, flow: http.HTTPFlow) -> None:
         leg = self.by_flow.get(flow.id)
+        if leg is not None:
+            _both_transports(flow)
         if leg is not None and not leg.answered and leg.ids:
             why = flow.error.msg if flow.error else "no response"
             leg.emit(wire.error_events(leg.ids, f"mcpx could not reach the server: {why}"))
@@ -168,6 +172,20 @@ class Legs:
             leg.on_done(leg)
         except Exception as e:
             logger.warning(f"mcpx: HTTP+SSE transport: {type(e).__name__}: {e}")
+
+
+TRANSPORTS = "transports: client HTTP+SSE, server Streamable HTTP"
+
+
+def _both_transports(flow: http.HTTPFlow) -> None:
+    """The flow list shows both legs' transports on a leg (after mcpx's comment of what it carries)."""
+    meta = flow.metadata.setdefault("mcpx", {})
+    if isinstance(meta, dict):
+        meta["transports"] = {"client": "HTTP+SSE (2024-11-05)", "server": "Streamable HTTP"}
+    if TRANSPORTS not in (flow.comment or ""):
+        flow.comment = f"{flow.comment} · {TRANSPORTS}" if flow.comment else f"mcpx: {TRANSPORTS}"
+    if not flow.marked:
+        flow.marked = ":link:"
 
 
 def _is_jsonrpc(body: bytes) -> bool:

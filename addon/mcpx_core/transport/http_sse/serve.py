@@ -88,6 +88,12 @@ class HttpSseTransport:
         self.streams: dict[str, AnswerStream] = {}
         self._tasks: set[asyncio.Task] = set()
 
+    def configure(self, specs: tuple[str, ...]) -> None:
+        """``mcpx_http_sse``: ``SSE_PATH=MCP_PATH`` pairs, or ``off`` (checked by :mod:`mcpx_core.settings`)."""
+        self.enabled = specs != ("off",)
+        self.routes = dict(spec.split("=", 1) for spec in specs) if self.enabled else {}
+        self.verdicts.clear()
+
     def takes(self, flow: http.HTTPFlow) -> bool:
         """Whether this stage answers ``flow`` (the client's own stream and POSTs), so that no other does."""
         return flow.metadata.get("mcpx_transport") == NAME
