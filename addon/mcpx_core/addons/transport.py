@@ -26,6 +26,9 @@ class TransportRequests:
     def __init__(self, state: State) -> None:
         self.state = state
 
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        self.state.transport.claim(flow)
+
     async def request(self, flow: http.HTTPFlow) -> None:
         st = self.state
         try:

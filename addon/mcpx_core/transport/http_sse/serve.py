@@ -94,6 +94,13 @@ class HttpSseTransport:
         self.routes = dict(spec.split("=", 1) for spec in specs) if self.enabled else {}
         self.verdicts.clear()
 
+    def claim(self, flow: http.HTTPFlow) -> None:
+        """From the request's headers alone: a POST to an endpoint URL mcpx gave is this stage's (its body,
+        of unknown length, is judged by no other stage before the ``request`` hook)."""
+        token = wire.token_of(flow.request.method, flow.request.path)
+        if self.enabled and token is not None and token.startswith("mcpx1.") and not self.legs.owns(flow):
+            flow.metadata["mcpx_transport"] = NAME
+
     def takes(self, flow: http.HTTPFlow) -> bool:
         """Whether this stage answers ``flow`` (the client's own stream and POSTs), so that no other does."""
         return flow.metadata.get("mcpx_transport") == NAME
@@ -196,10 +203,12 @@ class HttpSseTransport:
         kind = "initialize" if "initialize" in methods else "initialized" if "notifications/initialized" in methods else "message"
         if kind == "initialize" and ts.life.can(E.INITIALIZE):
             ts.life.fire(E.INITIALIZE)
-        self._spawn(self._leg(ts, flow.client_conn, body, kind, wire.request_ids(body), methods))
+        # each message goes with its own POST's credentials (a server checks each request's), never the stream's
+        self._spawn(self._leg(ts, flow.client_conn, legs_mod.leg_headers(flow.request), body, kind, wire.request_ids(body), methods))
         return Answer(202, b"Accepted", _TEXT, note="HTTP+SSE endpoint: accepted, sent to the server as Streamable HTTP")
 
-    async def _leg(self, ts: TransportSession, conn: connection.Client, body: bytes, kind: str, ids: list, methods: list) -> None:
+    async def _leg(self, ts: TransportSession, conn: connection.Client, client: dict[str, str], body: bytes, kind: str,
+                   ids: list, methods: list) -> None:
         """Send one client message as a leg, after the legs it must follow."""
         prev = ts.barrier
         done: asyncio.Future | None = None
@@ -215,11 +224,14 @@ class HttpSseTransport:
                 if done is not None and not done.done():
                     done.set_result(None)
         purpose = ", ".join(str(m) for m in methods if m) or "a JSON-RPC response"
-        self.legs.send(conn, "POST", ts.url, body, self._headers(ts), kind, ids, lambda ev: self._deliver(ts, ev), finished,
-                       purpose=purpose)
+        self.legs.send(conn, "POST", ts.url, body, self._headers(ts, client=client), kind, ids, lambda ev: self._deliver(ts, ev),
+                       finished, purpose=purpose)
 
-    def _headers(self, ts: TransportSession, accept: str = "application/json, text/event-stream") -> dict[str, str]:
-        h = {**ts.headers, "content-type": "application/json", "accept": accept}
+    def _headers(self, ts: TransportSession, accept: str = "application/json, text/event-stream",
+                 client: dict[str, str] | None = None) -> dict[str, str]:
+        """A leg's headers: the client's end-to-end ones (``client``: its POST's; else its stream's), the
+        Streamable HTTP negotiation, the session and, from 2025-06-18, the revision."""
+        h = {**(ts.headers if client is None else client), "content-type": "application/json", "accept": accept}
         if ts.session_id is not None:
             h["mcp-session-id"] = ts.session_id
         if ts.revision is not None and ts.revision >= _HEADER_FROM:
