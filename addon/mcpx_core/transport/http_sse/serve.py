@@ -35,7 +35,7 @@ from mitmproxy import connection, http
 from ... import upstream
 from ...bridge import Answer, Streamed
 from ...bridge.stream import AnswerStream
-from ...seal import BadToken, Facts
+from ...seal import ENDPOINT_ONLY, BadToken, Facts
 from ...session import endpoint_digest
 from . import legs as legs_mod
 from . import wire
@@ -43,7 +43,7 @@ from .lifecycle import TransportEvent as E
 from .lifecycle import TransportLifecycle
 
 logger = logging.getLogger("mcpx")
-NAME = "http+sse"
+NAME = ENDPOINT_ONLY
 #: probe verdicts kept (origin and path -> the MCP endpoint, or None: not served by mcpx)
 VERDICTS = 1024
 _TEXT = (("content-type", "text/plain; charset=utf-8"),)
