@@ -5,7 +5,7 @@
 Against the npm everything server in its Streamable HTTP mode (``/mcp`` only), with the README's
 plain reverse-mode command: directly each client fails at connect (``GET /sse`` 404); through mcpx
 each runs the full scenario of ``scenarios.json`` (tools incl. progress and sampling, prompts,
-resources; the server's ``roots/list`` on its GET stream), and gets exactly what the same client
+resources; the server's ``roots/list`` on its GET stream, answered through the endpoint), and gets exactly what the same client
 gets through mcpx over Streamable HTTP: the same results, the same server requests, the same change
 records. Every message on the client's leg (its POSTs, the events on the stream mcpx served) and
 every message mcpx sent on the server's leg validates against that leg's revision; a call's
@@ -37,6 +37,8 @@ pytestmark = pytest.mark.peers
 README = {"connection_strategy": None}
 CLIENTS = {"mcp-1.8.1": "py", "sdk-1.10.2": "js"}
 SSE = {"transport": "sse"}
+#: the clients declare roots: the everything server asks for them (roots/list) on its GET stream
+ROOTS = {"roots": [{"uri": "file:///srv/project", "name": "project"}]}
 
 
 def run(client: str, url: str, ops: list, options: dict | None = None) -> dict:
@@ -72,10 +74,10 @@ def everything(tmp_path_factory):
         with Proxy(base, tmp, options=README, path="/sse") as px:
             for c in CLIENTS:
                 ops = peers_lib.scenario_ops("everything", c)
-                out["sse"][c] = run(c, px.url, ops, SSE)
+                out["sse"][c] = run(c, px.url, ops, {**SSE, **ROOTS})
                 time.sleep(0.5)  # the client's stream closed: the upstream DELETE goes out
                 out["marks"].append(len(px.changes()))
-                out["streamable"][c] = run(c, px.url.replace("/sse", "/mcp"), ops)
+                out["streamable"][c] = run(c, px.url.replace("/sse", "/mcp"), ops, ROOTS)
                 out["marks"].append(len(px.changes()))
             out["records"] = px.changes()
         out["flows"] = px.flows()
@@ -101,7 +103,7 @@ def test_through_mcpx_each_client_runs_its_scenario_as_over_streamable_http(ever
         assert [_same(r) for r in sse["results"] if r["id"] not in nondeterministic] == \
                [_same(r) for r in streamable["results"] if r["id"] not in nondeterministic]
         assert sse["serverRequests"] == streamable["serverRequests"]
-        assert [r["method"] for r in sse["serverRequests"]] == ["sampling/createMessage"]
+        assert sorted(r["method"] for r in sse["serverRequests"]) == ["roots/list", "sampling/createMessage"]
         by_id = {r["id"]: r for r in sse["results"]}
         assert by_id["echo"]["result"]["content"] == [{"type": "text", "text": "Echo: hello mcpx"}]
         assert [b["type"] for b in by_id["get-resource-links"]["result"]["content"]] == ["text", "resource", "resource"]
@@ -186,7 +188,8 @@ def _messages(body: bytes) -> list:
 
 def test_the_probe_and_the_close(everything):
     """One probe of ``GET /sse`` (404: the server does not serve it), kept for the second client; each
-    client's exit ends its stream and mcpx DELETEs the upstream session (200)."""
+    client's upstream GET stream, and its roots round trip; each client's exit ends its stream and mcpx
+    DELETEs the upstream session (200)."""
     flows = everything["flows"]
     probes = [f for f in flows if _own(f) and f.request.method == "GET"]
     assert [(f.request.path, f.response.status_code) for f in probes] == [("/sse", 404)]
@@ -194,6 +197,11 @@ def test_the_probe_and_the_close(everything):
     assert [(f.request.path, f.response.status_code) for f in deletes] == [("/mcp", 200)] * 2
     gets = [f for f in flows if _leg(f) and f.request.method == "GET"]
     assert [(f.request.path, f.response.status_code) for f in gets] == [("/mcp", 200)] * 2  # the upstream GET stream of each
+    # on it the server asked for the roots; each client's answer came back through its endpoint, to the server as a leg (202)
+    assert all(f.comment.startswith("GET stream: roots/list #") for f in gets), [f.comment for f in gets]
+    answers = [f for f in flows if _leg(f) and f.request.method == "POST" and f.comment.startswith("result #")
+               and b'"roots"' in f.request.content]
+    assert [f.response.status_code for f in answers] == [202, 202]
 
 
 def test_the_flow_list_shows_both_transports(everything):
