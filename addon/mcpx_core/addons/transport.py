@@ -54,14 +54,10 @@ class TransportResponses:
         self.state = state
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        if self.state.transport.takes(flow) and flow.response is not None:
-            flow.response.stream = True  # the client's stream mcpx writes: through as it comes
-        self.state.transport.legs.responseheaders(flow)
+        self.state.transport.responseheaders(flow)
 
     def response(self, flow: http.HTTPFlow) -> None:
-        self.state.transport.ended(flow)
-        self.state.transport.legs.response(flow)
+        self.state.transport.response(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        self.state.transport.ended(flow)
-        self.state.transport.legs.error(flow)
+        self.state.transport.error(flow)

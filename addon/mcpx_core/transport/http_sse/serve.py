@@ -177,7 +177,21 @@ class HttpSseTransport:
         logger.info(f"mcpx: HTTP+SSE client on {path}: served by mcpx, messages to {urlsplit(url).path} (Streamable HTTP)")
         return Streamed(stream, note=f"the HTTP+SSE transport, served by mcpx; messages go to {urlsplit(url).path} as Streamable HTTP")
 
-    def ended(self, flow: http.HTTPFlow) -> None:
+    # -- the server->client hooks (addons/transport.py): the client's stream flow, the legs -----------
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if self.takes(flow) and flow.response is not None:
+            flow.response.stream = True  # the client's stream mcpx writes: through as it comes
+        self.legs.responseheaders(flow)
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._ended(flow)
+        self.legs.response(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._ended(flow)
+        self.legs.error(flow)
+
+    def _ended(self, flow: http.HTTPFlow) -> None:
         """The client's stream flow ended: its body is what the client got (views, ``-w`` files)."""
         stream = self.streams.pop(flow.id, None)
         if stream is not None and flow.response is not None and flow.response.raw_content in (None, b""):
