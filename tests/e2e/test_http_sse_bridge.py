@@ -150,6 +150,7 @@ def test_every_message_on_both_legs_validates_and_progress_comes_before_the_answ
         token = body.split(b"\n")[1].split(b"mcpx_session=")[1].decode()
         posts = [f for f in flows if f.request.method == "POST" and f.request.path == f"/messages?mcpx_session={token}"]
         assert posts and all(f.response.status_code == 202 for f in posts)
+        assert posts[0].comment == "mcpx: answered by mcpx (HTTP+SSE endpoint: initialize #0, sent to the server as Streamable HTTP)"
         c2s = [orjson.loads(f.request.content) for f in posts]
         s2c = sse_messages(body)
         asked = {m["id"]: m["method"] for m in c2s if "method" in m and "id" in m}

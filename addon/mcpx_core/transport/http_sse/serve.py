@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import orjson
 from mitmproxy import connection, http
 
-from ... import upstream
+from ... import flowlist, upstream
 from ...bridge import Answer, Streamed
 from ...bridge.stream import AnswerStream
 from ...seal import ENDPOINT_ONLY, BadToken, Facts
@@ -219,7 +219,8 @@ class HttpSseTransport:
             ts.life.fire(E.INITIALIZE)
         # each message goes with its own POST's credentials (a server checks each request's), never the stream's
         self._spawn(self._leg(ts, flow.client_conn, legs_mod.leg_headers(flow.request), body, kind, wire.request_ids(body), methods))
-        return Answer(202, b"Accepted", _TEXT, note="HTTP+SSE endpoint: accepted, sent to the server as Streamable HTTP")
+        carried = flowlist.carried(members, isinstance(value, list)) or "a message"
+        return Answer(202, b"Accepted", _TEXT, note=f"HTTP+SSE endpoint: {carried}, sent to the server as Streamable HTTP")
 
     async def _leg(self, ts: TransportSession, conn: connection.Client, client: dict[str, str], body: bytes, kind: str,
                    ids: list, methods: list) -> None:
