@@ -73,3 +73,32 @@ def test_requests_that_are_not_the_transports_go_on():
     t.configure(("off",))
     out, f = post(t, endpoint_token())
     assert out is None and "mcpx_transport" not in f.metadata
+
+
+def test_a_streamable_http_clients_sessionless_get_stream_is_never_served():
+    """A client of a stateless Streamable HTTP server opens its GET stream without a session id, as an
+    HTTP+SSE client opens its stream: mcpx tells them apart by the revision header such a client sends
+    from 2025-06-18 on, and by the session its connection or host holds at that endpoint (its
+    ``initialize`` came first); neither is probed nor served, and the server answers its GET as always."""
+    from mcpx_core import upstream
+
+    probes: list[str] = []
+
+    async def send(flow, method, body, headers, purpose, **kw):
+        probes.append(flow.request.path)
+        raise upstream.UpstreamError("the test's server is not there")
+    tracker = SessionTracker(sealer=SEALER)
+    sender = SimpleNamespace(available=lambda _f: True, send=send, headers_for=lambda *_a, **_k: {})
+    t = HttpSseTransport(SimpleNamespace(tracker=tracker, sender=sender))
+
+    def get(peer, **headers):
+        f = tflow.tflow()
+        f.request.url = URL
+        f.request.headers["accept"] = "text/event-stream"
+        f.request.headers.update(headers)
+        f.client_conn.peername = peer
+        return asyncio.run(t.request(f))
+    assert get(("127.0.0.1", 5000), **{"mcp-protocol-version": "2025-06-18"}) is None and probes == []
+    tracker.start({"protocolVersion": "2025-03-26"}, "k1", ("conn:127.0.0.1:5000", "host:127.0.0.1"), endpoint=URL)
+    assert get(("127.0.0.1", 5000)) is None and get(("127.0.0.1", 5001)) is None and probes == []  # its connection, its host
+    assert get(("10.0.0.2", 5000)) is None and probes == ["/mcp"]  # another host: an HTTP+SSE client, asked about

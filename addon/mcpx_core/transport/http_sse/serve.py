@@ -121,6 +121,8 @@ class HttpSseTransport:
             return None
         path = urlsplit(r.path).path or "/"
         origin = f"{r.scheme}://{r.host}:{r.port}"
+        if self._streamable_client(flow, hv, origin + path):
+            return None
         if path in self.routes:
             mcp_path = self.routes[path]
         else:
@@ -135,6 +137,23 @@ class HttpSseTransport:
         if mcp_path is None:
             return None
         return await self._open(flow, path, f"{origin}{mcp_path}", hv)
+
+    def _streamable_client(self, flow: http.HTTPFlow, hv: dict[str, str], endpoint: str) -> bool:
+        """Whether a sessionless SSE ``GET`` is a Streamable HTTP client's GET stream, never this
+        transport's: it names its revision (``MCP-Protocol-Version``, sent on every request after
+        ``initialize`` from 2025-06-18 on), or its connection or host holds a session without a server
+        session id at this very endpoint (a client of a stateless server, after its ``initialize``)."""
+        if "mcp-protocol-version" in hv:
+            return True
+        peer = flow.client_conn.peername
+        if not peer:
+            return False
+        digest = endpoint_digest(endpoint)
+        for key in (f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}"):
+            s = self.state.tracker.get(key)
+            if s is not None and s.upstream_id is None and s.endpoint == digest:
+                return True
+        return False
 
     async def _probe(self, flow: http.HTTPFlow) -> int | None:
         """The status the server gives a sessionless SSE ``GET`` of the client's path (the probe is
