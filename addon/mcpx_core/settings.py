@@ -239,8 +239,8 @@ class Settings(BaseModel):
     http_sse: HttpSse = _opt(
         (), "list", "/legacy/events=/api/mcp",
         "Serve the 2024-11-05 HTTP+SSE transport for clients of a server that serves only Streamable HTTP: by "
-        "default where the server refuses the client's SSE GET (400/404/405), with the MCP endpoint beside it "
-        "(.../sse -> .../mcp) or the same path. SSE_PATH=MCP_PATH (repeatable) names a pair the conventions miss "
+        "default where the server refuses the client's SSE GET, with the MCP endpoint beside it "
+        "(.../sse answered 404 -> .../mcp) or the same path (answered 400). SSE_PATH=MCP_PATH (repeatable) names a pair the conventions miss "
         "(served without asking the server); off: never serve it.")
     repair: bool = _opt(
         True, "bool", "false",

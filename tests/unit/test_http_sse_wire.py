@@ -35,8 +35,8 @@ def test_which_request_opens_the_transport(method, headers, opens):
     ("/prefix/sse", 404, "/prefix/mcp"),
     ("/prefix/sse/", 404, "/prefix/mcp"),
     ("/mcp", 400, "/mcp"),  # the client was given the MCP endpoint itself ("Missing session ID")
-    ("/mcp", 405, "/mcp"),  # a server with no GET stream (the spec's answer)
-    ("/sse", 405, "/sse"),
+    ("/mcp", 405, None),  # a server with no GET stream (the spec's answer, which its clients may check for)
+    ("/sse", 405, None),
     ("/events", 404, None),  # no convention names its endpoint: the client gets the server's 404
     ("/sse", 200, None),  # the server serves HTTP+SSE itself
     ("/sse", 500, None),

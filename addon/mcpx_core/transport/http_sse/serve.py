@@ -6,9 +6,10 @@ Which client requests it takes (:mod:`.wire`):
 - the opening ``GET`` (no session, ``Accept: text/event-stream``) of a path the server does not serve
   an SSE stream at. The server is asked once per origin and path (a probe: the same GET, sent by
   mcpx, ended as soon as its status line came; the verdict is kept for the process's life, at
-  most :data:`VERDICTS` of them): ``2xx`` (the server serves HTTP+SSE itself) and any status but 400,
-  404 and 405: the client's GET goes on untouched, now and from then on. Otherwise mcpx serves the
-  stream: ``200 text/event-stream`` at once, the ``endpoint`` event, keepalive comments;
+  most :data:`VERDICTS` of them): where :func:`.wire.mcp_endpoint` names the server's MCP endpoint
+  (``…/sse`` 404: ``…/mcp``; the path 400: itself), mcpx serves the stream: ``200 text/event-stream``
+  at once, the ``endpoint`` event, keepalive comments; otherwise (``2xx``: the server serves
+  HTTP+SSE itself; any other answer) the client's GET goes on untouched, now and from then on;
 - each ``POST`` to an endpoint URL it gave (``…/messages?mcpx_session=<sealed token>``):
   ``202 Accepted`` at once, the message sent to the server's Streamable HTTP endpoint as a leg
   (:mod:`.legs`), its answers on the client's stream. A token that does not open, or whose stream

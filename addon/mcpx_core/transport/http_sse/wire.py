@@ -22,7 +22,8 @@ from ...framing.sse import SSEParser
 
 #: a server refuses a sessionless ``GET`` of its path with one of these when it serves no HTTP+SSE
 #: stream there: Streamable HTTP servers 400 ("Missing session ID", npm and PyPI SDKs) or 405 (the
-#: spec's own answer, stateless servers), a path nobody serves 404
+#: spec's own answer, stateless servers), a path nobody serves 404 (the 2025-03-26 "Backwards
+#: compatibility" list; :func:`mcp_endpoint` says which of them mcpx serves)
 REFUSED = (400, 404, 405)
 #: the last segment of the endpoint URL mcpx gives, and its query parameter holding the sealed token
 MESSAGES = "messages"
@@ -44,15 +45,18 @@ def mcp_endpoint(path: str, status: int, routes: Mapping[str, str]) -> str | Non
     the server's ``status`` for a sessionless GET of ``path``; None: mcpx does not serve the transport.
 
     In order: ``routes`` (the option, SSE path -> MCP path) names it; ``path`` itself refused with
-    400 or 405 (a Streamable HTTP endpoint refusing a GET without a session: the client was given the
-    MCP endpoint itself); ``…/sse`` answered 404 (nobody serves it): ``…/mcp`` beside it, the SDKs'
-    default pair (npm ``SSEServerTransport`` examples, PyPI ``FastMCP`` ``sse_path``/``streamable_http_path``).
+    400 (a stateful Streamable HTTP endpoint refusing a GET without a session, "Missing session ID":
+    the client was given the MCP endpoint itself); ``…/sse`` answered 404 (nobody serves it): ``…/mcp``
+    beside it, the SDKs' default pair (npm ``SSEServerTransport`` examples, PyPI ``FastMCP``
+    ``sse_path``/``streamable_http_path``). A 405 of the path itself is not taken: it is the answer
+    the specification gives a GET to a server with no GET stream (2025-03-26 Streamable HTTP 2.2.3;
+    a 2026-07-28-only server's to any GET), which a client of that server may be checking for.
     """
     if path in routes:
         return routes[path]
     if status not in REFUSED:
         return None
-    if status in (400, 405):
+    if status == 400:
         return path
     trimmed = path.rstrip("/")
     if status == 404 and trimmed.endswith("/sse"):
