@@ -216,14 +216,17 @@ def test_the_flow_list_shows_both_transports(everything):
 @pytest.fixture(scope="module")
 def bridged(tmp_path_factory):
     """A 2026-07-28-only server (PyPI mcp 2.3.0 behind its gate): the transport and the legacy-client bridge together
-    (one client: the bridge's own tests run every client)."""
+    (one client: the bridge's own tests run every client), the client given a path no convention names
+    (``/legacy/events``), which ``mcpx_http_sse`` pairs with ``/mcp``."""
     tmp = tmp_path_factory.mktemp("http-sse-2026")
     ops = [{"id": "add", "op": "callTool", "name": "add", "arguments": {"a": 2, "b": 3}},
            {"id": "progress", "op": "callTool", "name": "progress", "arguments": {"steps": 3}, "progress": True}]
     with peers_lib.start_py_server(only_2026=True) as srv:
-        with Proxy(f"http://127.0.0.1:{srv.port}", tmp, options=README, path="/sse") as px:
+        with Proxy(f"http://127.0.0.1:{srv.port}", tmp, options={**README, "mcpx_http_sse": "/legacy/events=/mcp"},
+                   path="/legacy/events") as px:
             out = {"sdk-1.10.2": run("sdk-1.10.2", px.url, ops, SSE)}
             out["records"] = px.changes()
+        out["flows"] = px.flows()
         yield out
 
 
@@ -236,6 +239,10 @@ def test_a_2026_only_server_through_the_legacy_client_bridge(bridged):
         assert by_id["progress"]["result"]["content"] == [{"type": "text", "text": "done in 3 steps"}]
     bridging = {(r["from_rev"], r["to_rev"]) for r in bridged["records"] if r["direction"] == "s2c" and r["method"] == "tools/call"}
     assert bridging == {("2026-07-28", "2024-11-05")}
+    flows = bridged["flows"]
+    assert not [f for f in flows if _own(f) and f.request.method == "GET"]  # a pair the option names: no probe
+    stream = next(f for f in flows if f.request.path.startswith("/mcpx-answer/") and f.response.content.startswith(b"event: endpoint"))
+    assert stream.response.content.startswith(b"event: endpoint\ndata: /legacy/messages?mcpx_session=mcpx1.")
 
 
 @pytest.fixture(scope="module")
