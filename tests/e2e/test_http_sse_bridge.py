@@ -79,9 +79,18 @@ def everything(tmp_path_factory):
                 out["marks"].append(len(px.changes()))
                 out["streamable"][c] = run(c, px.url.replace("/sse", "/mcp"), ops, ROOTS)
                 out["marks"].append(len(px.changes()))
+            # a call the client cancels, then one more: the session goes on
+            out["cancel"] = run("sdk-1.10.2", px.url, CANCEL, SSE)
+            time.sleep(1.0)  # its stream closed: the DELETE, and the end of the cancelled call's leg
             out["records"] = px.changes()
         out["flows"] = px.flows()
         yield out
+
+
+CANCEL = [{"id": "long", "op": "callTool", "name": "trigger-long-running-operation", "arguments": {"duration": 2, "steps": 2},
+           "cancelAfterMs": 700},
+          {"id": "echo", "op": "callTool", "name": "echo", "arguments": {"message": "after the cancel"}},
+          {"id": "wait", "op": "sleep", "ms": 2000}]  # (the cancelled call's upstream stream ends meanwhile)
 
 
 def test_directly_each_client_fails_at_connect(everything):
@@ -140,8 +149,8 @@ def _stream_flows(flows):
 
 def test_every_message_on_both_legs_validates_and_progress_comes_before_the_answer(everything):
     flows = everything["flows"]
-    streams = _stream_flows(flows)
-    assert len(streams) == 2  # one stream per client, served by mcpx
+    streams = _stream_flows(flows)[:2]
+    assert len(_stream_flows(flows)) == 3  # one stream per client run, served by mcpx
     for stream in streams:
         assert stream.response.headers["content-type"] == "text/event-stream"
         assert stream.response.headers["x-accel-buffering"] == "no"
@@ -195,14 +204,34 @@ def test_the_probe_and_the_close(everything):
     probes = [f for f in flows if _own(f) and f.request.method == "GET"]
     assert [(f.request.path, f.response.status_code) for f in probes] == [("/sse", 404)]
     deletes = [f for f in flows if _leg(f) and f.request.method == "DELETE"]
-    assert [(f.request.path, f.response.status_code) for f in deletes] == [("/mcp", 200)] * 2
-    gets = [f for f in flows if _leg(f) and f.request.method == "GET"]
+    assert [(f.request.path, f.response.status_code) for f in deletes] == [("/mcp", 200)] * 3
+    gets = [f for f in flows if _leg(f) and f.request.method == "GET"][:2]
     assert [(f.request.path, f.response.status_code) for f in gets] == [("/mcp", 200)] * 2  # the upstream GET stream of each
     # on it the server asked for the roots; each client's answer came back through its endpoint, to the server as a leg (202)
     assert all(f.comment.startswith("GET stream: roots/list #") for f in gets), [f.comment for f in gets]
     answers = [f for f in flows if _leg(f) and f.request.method == "POST" and f.comment.startswith("result #")
                and b'"roots"' in f.request.content]
     assert [f.response.status_code for f in answers] == [202, 202]
+
+
+def test_a_cancelled_call(everything):
+    """The client cancels a long call (sdk 1.10.2 sends ``notifications/cancelled``): the notification goes to the
+    server as a leg (202), the client's stream carries no answer to the cancelled request (the server sends none;
+    that mcpx makes none up either: tests/unit/test_http_sse_tokens.py), and the next call is answered."""
+    got = everything["cancel"]
+    assert got["returncode"] == 0, got["stderr"]
+    assert [(r["id"], r["ok"]) for r in got["results"]] == [("long", False), ("echo", True), ("wait", True)]
+    assert "cancelled by the test" in got["results"][0]["error"]
+    assert got["results"][1]["result"]["content"] == [{"type": "text", "text": "Echo: after the cancel"}]
+    stream = _stream_flows(everything["flows"])[-1]
+    token = stream.response.content.split(b"\n")[1].split(b"mcpx_session=")[1].decode()
+    posts = [orjson.loads(f.request.content) for f in everything["flows"] if f.request.path == f"/messages?mcpx_session={token}"]
+    call = next(m for m in posts if m.get("params", {}).get("name") == "trigger-long-running-operation")
+    cancel = next(m for m in posts if m.get("method") == "notifications/cancelled")
+    assert cancel["params"]["requestId"] == call["id"]
+    legs = [f for f in everything["flows"] if _leg(f) and f.request.method == "POST" and b"notifications/cancelled" in f.request.content]
+    assert [f.response.status_code for f in legs] == [202]
+    assert [m for m in sse_messages(stream.response.content) if m.get("id") == call["id"]] == []
 
 
 def test_the_flow_list_shows_both_transports(everything):

@@ -102,3 +102,24 @@ def test_a_streamable_http_clients_sessionless_get_stream_is_never_served():
     tracker.start({"protocolVersion": "2025-03-26"}, "k1", ("conn:127.0.0.1:5000", "host:127.0.0.1"), endpoint=URL)
     assert get(("127.0.0.1", 5000)) is None and get(("127.0.0.1", 5001)) is None and probes == []  # its connection, its host
     assert get(("10.0.0.2", 5000)) is None and probes == ["/mcp"]  # another host: an HTTP+SSE client, asked about
+
+
+def test_a_cancelled_request_is_owed_no_answer():
+    """The client's ``notifications/cancelled`` takes its request out of the legs in flight: when such a
+    leg ends without that answer (the server owes none, schema/2024-11-05 CancelledNotification), mcpx
+    makes up no error for it, while another request of the leg still gets one."""
+    from mcpx_core.transport.http_sse.legs import Leg, Legs
+
+    t = transport()
+    ts = TransportSession("a1b2", URL, endpoint_digest(URL), stream=None, client_conn=None, headers={})
+    t.sessions["a1b2"] = ts
+    events: list[bytes] = []
+    leg = Leg("message", [5, 6], tflow.tflow(), events.append, lambda _leg: None)
+    ts.inflight.add(leg)
+    t._spawn = lambda coro: coro.close()  # (the notification's own leg is not sent here)
+    out, _ = post(t, endpoint_token(), b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}')
+    assert out.status == 202 and leg.ids == [6]
+    Legs._owed(leg, "mcpx: why")
+    assert events == [b'event: message\ndata: {"jsonrpc":"2.0","id":6,"error":{"code":-32603,"message":"mcpx: why"}}\n\n']
+    Legs._owed(leg, "mcpx: why")  # once only
+    assert len(events) == 1

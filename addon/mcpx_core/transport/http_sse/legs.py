@@ -32,7 +32,7 @@ _MANAGED = frozenset({"mcp-session-id", "mcp-protocol-version", "content-type", 
                       "proxy-authorization", "proxy-connection", "last-event-id"})
 
 
-@dataclass
+@dataclass(eq=False)
 class Leg:
     """One Streamable HTTP request for a transport session. ``kind``: ``initialize``,
     ``initialized`` (the client's ``notifications/initialized``), ``message`` (any other POST),
@@ -52,6 +52,8 @@ class Leg:
     task: asyncio.Task | None = None
     #: the answer's messages as delivered (JSON values), for the transport's own reading (initialize)
     messages: list[Any] = field(default_factory=list)
+    #: the request ids an answer was delivered for
+    got: set = field(default_factory=set)
 
     def emit(self, events: list[bytes]) -> None:
         for ev in events:
@@ -59,13 +61,21 @@ class Leg:
             self._keep(ev)
             self.on_event(ev)
 
+    def missing(self) -> list[Any]:
+        """The request ids of this leg still owed an answer (a cancelled request's id is not: it left :attr:`ids`)."""
+        return [i for i in self.ids if i not in self.got]
+
     def _keep(self, ev: bytes) -> None:
+        data = b"\n".join(line[6:] for line in ev.split(b"\n") if line.startswith(b"data: "))
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        for m in value if isinstance(value, list) else [value]:
+            if isinstance(m, dict) and ("result" in m or "error" in m) and isinstance(m.get("id"), (str, int)):
+                self.got.add(m["id"])
         if self.kind == "initialize":
-            data = b"\n".join(line[6:] for line in ev.split(b"\n") if line.startswith(b"data: "))
-            try:
-                self.messages.append(orjson.loads(data))
-            except orjson.JSONDecodeError:
-                pass
+            self.messages.append(value)
 
 
 def leg_headers(client: http.Request) -> dict[str, str]:
@@ -145,7 +155,10 @@ class Legs:
         resp = flow.response
         if leg is not None:
             _both_transports(flow)
-        if leg is None or resp is None or leg.streamed:
+        if leg is None or resp is None:
+            return
+        if leg.streamed:
+            self._owed(leg, "mcpx: the server's SSE answer ended without the answer to this request")
             return
         body = resp.get_content(strict=False) or b""
         if "text/event-stream" in resp.headers.get("content-type", "").lower():
@@ -153,21 +166,25 @@ class Legs:
             leg.emit(r.feed(body) + r.close())
         elif body.strip() and _is_jsonrpc(body):
             leg.emit([wire.message_event(body)])
-        if not leg.answered and leg.ids and resp.status_code >= 300:
-            leg.emit(wire.error_events(leg.ids, f"mcpx: the server answered HTTP {resp.status_code} with no JSON-RPC answer"))
+        self._owed(leg, f"mcpx: the server's answer (HTTP {resp.status_code}) ended without the answer to this request")
 
     def error(self, flow: http.HTTPFlow) -> None:
         leg = self.by_flow.get(flow.id)
         if leg is not None:
             _both_transports(flow)
-        if leg is not None and not leg.answered and leg.ids:
-            why = flow.error.msg if flow.error else "no response"
-            leg.emit(wire.error_events(leg.ids, f"mcpx could not reach the server: {why}"))
+            self._owed(leg, f"mcpx could not reach the server: {flow.error.msg if flow.error else 'no response'}")
+
+    @staticmethod
+    def _owed(leg: Leg, why: str) -> None:
+        """An error -32603 for each request of the leg whose answer never came (a client never waits in vain)."""
+        missing = leg.missing()
+        if missing:
+            leg.ids = [i for i in leg.ids if i not in missing]
+            leg.emit(wire.error_events(missing, why))
 
     def _finished(self, leg: Leg) -> None:
         self.by_flow.pop(leg.flow.id, None)
-        if leg.ids and not leg.answered and leg.flow.response is None and leg.flow.error is None:
-            leg.emit(wire.error_events(leg.ids, "mcpx could not reach the server: the request was ended"))
+        self._owed(leg, "mcpx could not reach the server: the request was ended")
         try:
             leg.on_done(leg)
         except Exception as e:

@@ -70,6 +70,8 @@ class TransportSession:
     keepalive: asyncio.Task | None = None
     #: done when the last leg that later legs must follow (``initialize``, ``notifications/initialized``) ended
     barrier: asyncio.Future | None = None
+    #: the POST legs in flight (a cancelled request's id leaves theirs: its server sends it no answer, nor does mcpx)
+    inflight: set = field(default_factory=set)
 
 
 class HttpSseTransport:
@@ -237,6 +239,10 @@ class HttpSseTransport:
         kind = "initialize" if "initialize" in methods else "initialized" if "notifications/initialized" in methods else "message"
         if kind == "initialize" and ts.life.can(E.INITIALIZE):
             ts.life.fire(E.INITIALIZE)
+        for m in members:  # schema/2024-11-05 CancelledNotification: no answer to that request is owed any more
+            if isinstance(m, dict) and m.get("method") == "notifications/cancelled" and isinstance(m.get("params"), dict):
+                for leg in ts.inflight:
+                    leg.ids = [i for i in leg.ids if i != m["params"].get("requestId")]
         # each message goes with its own POST's credentials (a server checks each request's), never the stream's
         self._spawn(self._leg(ts, flow.client_conn, legs_mod.leg_headers(flow.request), body, kind, wire.request_ids(body), methods))
         carried = flowlist.carried(members, isinstance(value, list)) or "a message"
@@ -253,14 +259,15 @@ class HttpSseTransport:
             await asyncio.shield(prev)
 
         def finished(leg: legs_mod.Leg) -> None:
+            ts.inflight.discard(leg)
             try:
                 self._leg_done(ts, leg)
             finally:
                 if done is not None and not done.done():
                     done.set_result(None)
         purpose = ", ".join(str(m) for m in methods if m) or "a JSON-RPC response"
-        self.legs.send(conn, "POST", ts.url, body, self._headers(ts, client=client), kind, ids, lambda ev: self._deliver(ts, ev),
-                       finished, purpose=purpose)
+        ts.inflight.add(self.legs.send(conn, "POST", ts.url, body, self._headers(ts, client=client), kind, ids,
+                                       lambda ev: self._deliver(ts, ev), finished, purpose=purpose))
 
     def _headers(self, ts: TransportSession, accept: str = "application/json, text/event-stream",
                  client: dict[str, str] | None = None) -> dict[str, str]:
