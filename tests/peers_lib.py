@@ -216,8 +216,11 @@ def start_py_server(
     json_response: bool = False,
     only_2026: bool = False,
     mrtr_tools: bool | None = None,
+    path: str | None = None,
 ) -> PeerServer:
     """tests/peers/py_server.py on PyPI mcp==2.3.0, Streamable HTTP, minimal env.
+
+    ``path``: the Streamable HTTP endpoint's path (default ``/mcp``), e.g. ``/prefix/mcp``.
 
     ``stateless``: no Mcp-Session-Id (MCPServer stateless_http); ``json_response``: application/json
     answers instead of SSE streams (except subscriptions/listen, always SSE).
@@ -236,6 +239,8 @@ def start_py_server(
         flags.append("--only-2026")
     elif mrtr_tools:
         flags.append("--mrtr-tools")
+    if path is not None:
+        flags += ["--path", path]
     name = "py-2026" if only_2026 else "py"
     return _start(name, lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
 

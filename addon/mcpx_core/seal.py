@@ -37,6 +37,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from pydantic import TypeAdapter, ValidationError
 
 PREFIX = "mcpx1."
+#: the ``bridge`` of a token that names an HTTP+SSE endpoint mcpx serves (mcpx_core.transport.http_sse),
+#: never a session: such a token given as ``Mcp-Session-Id`` opens no session
+ENDPOINT_ONLY = "http+sse"
 AAD = b"mcpx-session-v1"
 KEY_BYTES = 32
 NONCE_BYTES = 12

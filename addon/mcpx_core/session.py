@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import revisions
-from .seal import PREFIX, BadToken, Facts, Sealer, TooLarge, trim_caps, trim_info
+from .seal import ENDPOINT_ONLY, PREFIX, BadToken, Facts, Sealer, TooLarge, trim_caps, trim_info
 
 _UIDS = itertools.count(1)
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -335,6 +335,8 @@ class SessionTracker:
                 facts = self.sealer.open(token)  # type: ignore[union-attr]
             except BadToken as e:
                 return Unknown(e.reason)
+            if facts.bridge == ENDPOINT_ONLY:
+                return Unknown("an HTTP+SSE endpoint's token, not a session id")
             if endpoint is not None and facts.endpoint != endpoint_digest(endpoint):
                 return Unknown("a session of another server (the token names another origin or path)" if facts.endpoint
                                else "a token that names no server (sealed by an earlier mcpx)")

@@ -113,6 +113,19 @@ def parse_pins(specs: Any) -> dict[str, str]:
     return pins
 
 
+def parse_http_sse(specs: Any) -> tuple[str, ...]:
+    """``["SSE_PATH=MCP_PATH", ...]`` (absolute paths, no query) or ``["off"]`` -> the same, checked.
+    Raises ValueError naming the first spec that is not one."""
+    items = tuple(str(x) for x in ([specs] if isinstance(specs, str) else specs))
+    if items == ("off",):
+        return items
+    for spec in items:
+        sse, sep, mcp = spec.partition("=")
+        if not sep or not all(p.startswith("/") and not set("?#= ,") & set(p) for p in (sse, mcp)):
+            raise ValueError("not SSE_PATH=MCP_PATH (two absolute paths), or off alone", spec)
+    return items
+
+
 def format_size(n: int) -> str:
     """A byte count the way a user would type it: the largest unit that gives a whole number
     (``67108864`` -> ``64MiB``, ``64000000`` -> ``64MB``, ``1500`` -> ``1500``)."""
@@ -147,6 +160,7 @@ Size = Annotated[int, _text("size", parse_size)]
 Duration = Annotated[float, _text("duration", parse_duration)]
 Count = Annotated[int, _text("count", parse_count)]
 Pins = Annotated[dict[str, str], BeforeValidator(parse_pins)]
+HttpSse = Annotated[tuple[str, ...], BeforeValidator(parse_http_sse)]
 
 
 def parse_address(text: str) -> str:
@@ -222,6 +236,12 @@ class Settings(BaseModel):
         "server closes a POST's SSE stream after an event id and before its answer, mcpx resumes it upstream with "
         "GET and Last-Event-ID and the client's stream stays open. auto: relay the calls to servers seen priming a "
         "stream; always: relay every such call; off: never (the client's stream ends, with a record).")
+    http_sse: HttpSse = _opt(
+        (), "list", "/legacy/events=/api/mcp",
+        "Serve the 2024-11-05 HTTP+SSE transport for clients of a server that serves only Streamable HTTP: by "
+        "default where the server refuses the client's SSE GET, with the MCP endpoint beside it "
+        "(.../sse answered 404 -> .../mcp) or the same path (answered 400). SSE_PATH=MCP_PATH (repeatable) names a pair the conventions miss "
+        "(served without asking the server); off: never serve it.")
     repair: bool = _opt(
         True, "bool", "false",
         "Repair values every revision rejects and that can mean one thing only ([] for an object, null for an "

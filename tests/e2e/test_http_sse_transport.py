@@ -4,7 +4,9 @@ in front of an SSE-only server (PyPI ``mcp`` 1.8.1 FastMCP, ``transport="sse"``)
 exactly what they get directly. The ``GET /sse`` answer is an SSE stream of unbounded length that
 mcpx does not read as MCP: it reaches the client as it arrives (before, mitmproxy held it up to
 ``stream_large_bodies``, 64 MiB, and the client got nothing). mcpx writes no record for it; with
-``stream_large_bodies=1`` the small ``POST /messages/`` bodies are not said to exceed mcpx_max_body."""
+``stream_large_bodies=1`` the small ``POST /messages/`` bodies are not said to exceed mcpx_max_body.
+mcpx does not serve the transport itself here (mcpx_core/transport/http_sse/): its one probe of
+``GET /sse`` (ended at the server's ``200``) is the only flow of its own, and the verdict is kept."""
 from __future__ import annotations
 
 import json
@@ -63,7 +65,12 @@ def test_http_sse_clients_pass_through_mcpx_as_directly(server, tmp_path, option
         assert sorted((r["direction"], r["action"], r["detail"]) for r in records) == sorted(
             ("c2s", "passthrough", f"body of {n} bytes streamed by mitmproxy (stream_large_bodies=1), not read: passed through untouched")
             for n in sizes)
+    # mcpx's one probe of the SSE path (the server serves it: mcpx serves nothing itself), then
     # each client: one GET /sse (streamed through), its POSTs to the endpoint the server named
+    own = [f for f in flows if (f.metadata.get("mcpx") or {}).get("origin") == "mcpx" and f.request.method == "GET"]
+    assert [(f.request.method, f.request.path, f.response.status_code, f.metadata["mcpx"]["purpose"]) for f in own] == [
+        ("GET", "/sse", 200, "HTTP+SSE probe: does the server serve this SSE path")]
+    flows = [f for f in flows if f not in own]
     gets = [f for f in flows if f.request.method == "GET"]
     assert [(f.request.path, f.response.status_code, f.response.headers["content-type"]) for f in gets] == [
         ("/sse", 200, "text/event-stream; charset=utf-8")] * 2

@@ -6,7 +6,7 @@
 // <alias>: sdk-1.10.2 | sdk-1.12.3 | sdk-1.13.0 | sdk-1.25.0 (npm aliases of
 //   @modelcontextprotocol/sdk) or client-2.4.0 (@modelcontextprotocol/client).
 // <ops.json>: path to a JSON list of operations ("-" = read it from stdin):
-//   {"op":"listTools"} {"op":"callTool","name":"x","arguments":{},"progress":true}
+//   {"op":"listTools"} {"op":"callTool","name":"x","arguments":{},"progress":true} ("cancelAfterMs":N: cancel it after N ms)
 //   {"op":"listPrompts"} {"op":"getPrompt","name":"x","arguments":{}}
 //   {"op":"listResources"} {"op":"readResource","uri":"..."}
 //   {"op":"listResourceTemplates"} {"op":"ping"}
@@ -179,7 +179,15 @@ if (modern) {
   for (const m of NOTIFICATION_METHODS) if (schemas[m]) client.setNotificationHandler(schemas[m], onNotification);
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(url));
+// options.transport "sse": the 2024-11-05 HTTP+SSE transport (SSEClientTransport of the same SDK)
+let transport;
+if (options.transport === "sse") {
+  const { SSEClientTransport } = modern ? await import(pathToFileURL(createRequire(join(nm, "@modelcontextprotocol/client/package.json")).resolve("@modelcontextprotocol/client")).href)
+    : await esm(`${alias}/dist/esm/client/sse.js`);
+  transport = new SSEClientTransport(new URL(url));
+} else {
+  transport = new StreamableHTTPClientTransport(new URL(url));
+}
 // Record the negotiated revision from the initialize result, whatever the SDK.
 let negotiated = null;
 let onmessage;
@@ -264,6 +272,11 @@ async function runOp(op) {
     case "callTool": {
       const progress = [];
       if (op.progress) reqOpts.onprogress = (p) => progress.push(p);
+      if (op.cancelAfterMs) {  // cancel the call (the SDK sends notifications/cancelled and rejects it)
+        const ac = new AbortController();
+        setTimeout(() => ac.abort("cancelled by the test"), op.cancelAfterMs);
+        reqOpts.signal = ac.signal;
+      }
       const params = { name: op.name, arguments: op.arguments || {} };
       const r = modern ? await client.callTool(params, reqOpts) : await client.callTool(params, undefined, reqOpts);
       return op.progress ? { ...r, __progress: progress } : r;

@@ -190,7 +190,10 @@ def client_info(options: dict[str, Any]) -> dict[str, Any]:
 
 async def main(url: str, ops: list[dict[str, Any]], options: dict[str, Any], report: dict[str, Any]) -> None:
     async with AsyncExitStack() as stack:
-        if VERSION.startswith("1."):  # "headers": request headers of the transport's own (e.g. another Accept-Encoding)
+        if options.get("transport") == "sse":  # "transport": "sse": the 2024-11-05 HTTP+SSE transport (sse_client)
+            from mcp.client.sse import sse_client
+            streams = await stack.enter_async_context(sse_client(url, timeout=10, sse_read_timeout=30))
+        elif VERSION.startswith("1."):  # "headers": request headers of the transport's own (e.g. another Accept-Encoding)
             streams = await stack.enter_async_context(_transport(url, headers=options.get("headers"), timeout=timedelta(seconds=30)))
         else:
             streams = await stack.enter_async_context(_transport(url))

@@ -1,6 +1,6 @@
 """A modern MCP server on PyPI `mcp==2.3.0` (MCPServer API) for mcpx tests.
 
-    tests/peers/.venvs/mcp-2.3.0/bin/python py_server.py PORT [--stateless] [--json] [--mrtr-tools] [--only-2026]
+    tests/peers/.venvs/mcp-2.3.0/bin/python py_server.py PORT [--stateless] [--json] [--mrtr-tools] [--only-2026] [--path PATH]
 
 Serves Streamable HTTP on http://127.0.0.1:PORT/mcp, dual-era (legacy initialize and
 2026-07-28). --mrtr-tools adds the client-input and notification tools of py_server_mrtr.py;
@@ -169,9 +169,14 @@ def item(item_id: str) -> str:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    path = "/mcp"
+    if "--path" in args:  # --path /prefix/mcp: the Streamable HTTP endpoint's path (a path-prefixed deployment)
+        at = args.index("--path")
+        path = args[at + 1]
+        del args[at:at + 2]
     flags = {"--stateless", "--json", "--mrtr-tools", "--only-2026"}
     if not args or not args[0].isdigit() or set(args[1:]) - flags:
-        sys.exit("usage: py_server.py PORT [--stateless] [--json] [--mrtr-tools] [--only-2026]")
+        sys.exit("usage: py_server.py PORT [--stateless] [--json] [--mrtr-tools] [--only-2026] [--path PATH]")
     if "--mrtr-tools" in args or "--only-2026" in args:
         import py_server_mrtr
 
@@ -179,5 +184,5 @@ if __name__ == "__main__":
     if "--only-2026" in args:
         py_server_mrtr.run_only_2026(mcp, int(args[0]), stateless="--stateless" in args, json_response="--json" in args)
     else:
-        mcp.run("streamable-http", host="127.0.0.1", port=int(args[0]),
+        mcp.run("streamable-http", host="127.0.0.1", port=int(args[0]), streamable_http_path=path,
                 stateless_http="--stateless" in args, json_response="--json" in args)

@@ -61,6 +61,9 @@ REFUSED = [
      'mcpx: invalid value "blob" for mcpx_audio: not one of text, embed; e.g. --set mcpx_audio=embed'),
     (["mcpx_sse_resume=sometimes"],
      'mcpx: invalid value "sometimes" for mcpx_sse_resume: not one of auto, always, off; e.g. --set mcpx_sse_resume=off'),
+    (["mcpx_http_sse=/sse"],
+     'mcpx: invalid value "/sse" for mcpx_http_sse: not SSE_PATH=MCP_PATH (two absolute paths), or off alone; '
+     'e.g. --set mcpx_http_sse=/legacy/events=/api/mcp'),
     (["mcpx_pin=old-client=2025-13-01"],
      'mcpx: invalid value "old-client=2025-13-01" for mcpx_pin: not CLIENT_NAME=REVISION with a revision of '
      '2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; e.g. --set mcpx_pin=old-client=2025-03-26'),
@@ -117,7 +120,7 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
     assert lines[1] == (f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "
                         f"mcpx_policy=strict mcpx_log={px.log_path} mcpx_max_body=64MB mcpx_max_sessions=10000 "
                         f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_record_lines=false mcpx_bridge=true "
-                        f"mcpx_server_era=auto mcpx_sse_resume=auto mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_check_references=false mcpx_auth=true "
+                        f"mcpx_server_era=auto mcpx_sse_resume=auto mcpx_http_sse=- mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_check_references=false mcpx_auth=true "
                         f"mcpx_drain_grace=0s mcpx_metrics=- mcpx_pin=-")
     assert lines[2].startswith("reverse proxy to http://127.0.0.1:") and "listening at 127.0.0.1:" in lines[2]
     assert "mcpx: s2c tools/call id=1 2025-03-26->2025-03-26: 1 rewritten (rewrite: CT-resource_link)" in lines
@@ -215,6 +218,23 @@ def test_sse_resume_option():
         assert (tctx.options.mcpx_sse_resume, addon.state.resume.mode) == ("off", "off")
         tctx.configure(addon, mcpx_sse_resume="always")
         assert addon.state.resume.mode == "always"
+
+
+def test_http_sse_option():
+    """mcpx_http_sse reaches the transport (addon/mcpx_core/transport/http_sse/serve.py): the conventions by
+    default, named pairs, off; a bad value keeps the old one."""
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        t = addon.state.transport
+        assert (t.enabled, t.routes) == (True, {})
+        tctx.configure(addon, mcpx_http_sse=["/legacy/events=/api/mcp", "/a/sse=/b/mcp"])
+        assert (t.enabled, t.routes) == (True, {"/legacy/events": "/api/mcp", "/a/sse": "/b/mcp"})
+        for bad in (["off", "/a=/b"], ["/a=b"], ["/a?x=/b"], ["/a=/b=/c"]):
+            with pytest.raises(exceptions.OptionsError, match="mcpx_http_sse"):
+                tctx.configure(addon, mcpx_http_sse=bad)
+        assert t.routes == {"/legacy/events": "/api/mcp", "/a/sse": "/b/mcp"}
+        tctx.configure(addon, mcpx_http_sse=["off"])
+        assert (t.enabled, t.routes) == (False, {})
 
 
 def test_pin_option():

@@ -17,15 +17,17 @@ from .options import Options
 from .requests import ClientRequests
 from .responses import ServerResponses
 from .state import State
+from .transport import TransportRequests, TransportResponses
 
 
 def default_addons(state: State) -> list:
     """The addons of one mcpx, sharing ``state``. The metrics hooks come before and after the others
-    (they time them); the drain tracks every flow."""
+    (they time them); the drain tracks every flow; the transport's hooks come before the client
+    requests' and after the server responses' (addons/transport.py)."""
     drain = Drain(state)
     start = MetricsStart(state, drain)
-    return [Options(state), start, drain, ClientRequests(state), Authorization(state), ServerResponses(state), Commands(state),
-            Expiry(state), state.framing, MetricsEnd(start)]
+    return [Options(state), start, drain, TransportRequests(state), ClientRequests(state), Authorization(state),
+            ServerResponses(state), TransportResponses(state), Commands(state), Expiry(state), state.framing, MetricsEnd(start)]
 
 
 class MCPX:

@@ -200,6 +200,8 @@ class Options:
             st.rewriter.repair = s.repair
         if "mcpx_sse_resume" in updated:
             st.resume.mode = s.sse_resume
+        if "mcpx_http_sse" in updated:
+            st.transport.configure(s.http_sse)
         st.rewriter.policy = s.policy
         st.rewriter.options["audio"] = s.audio
         st.tracker.max_sessions = s.max_sessions

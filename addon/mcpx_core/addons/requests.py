@@ -47,7 +47,7 @@ class ClientRequests:
         streams = bool(req.stream)
         if not streams and not _length_unknown(req):
             return  # read whole before the request hook: decided there, from the body
-        if upstream.is_own(flow) or not st.sender.available(flow):
+        if upstream.is_own(flow) or not st.sender.available(flow) or st.transport.takes(flow):
             return
         exch = st.exchange(flow)
         if not streams:
@@ -77,8 +77,8 @@ class ClientRequests:
 
     async def request(self, flow: http.HTTPFlow) -> None:
         st = self.state
-        if upstream.is_own(flow):
-            return  # sent by mcpx: already for the server's revision
+        if upstream.is_own(flow) or st.transport.takes(flow):
+            return  # sent by mcpx: already for the server's revision; or answered by a transport (addons/transport.py)
         if not flow.live and isinstance(flow.metadata.get("mcpx"), dict):
             # read from a file mcpx wrote (mitmweb -r): already rewritten; keep bodies and records as they are
             return

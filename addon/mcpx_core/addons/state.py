@@ -23,6 +23,7 @@ from ..bridge.client2026 import Client2026Bridge
 from ..bridge.legacy_client import LegacyClientBridge
 from ..bridge.resume import Resumer
 from ..bridge.stream import AnswerStreams
+from ..transport.http_sse.serve import HttpSseTransport
 from ..changes import Change, ChangeLog, flow_summary, revisions_known, summary_line
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
@@ -115,6 +116,8 @@ class State:
         #: which servers poll from the priming events the SSE rewriting sees
         self.resume = Resumer(self.rewriter, self.sender, self.answers)
         self.rewriter.on_priming = self.resume.learn
+        #: the 2024-11-05 HTTP+SSE transport for clients of Streamable-HTTP-only servers (transport/http_sse/)
+        self.transport = HttpSseTransport(self)
         #: frames a streamed request body of unknown length for an HTTP/1.1 server (an addon too)
         self.framing = UpstreamFraming()
         #: OAuth discovery across revisions (mcpx_core/auth), its documents cached per URL
