@@ -133,3 +133,33 @@ def test_a_call_over_hands_what_it_did_not_ask_to_the_next_call():
         return up, h
     up, h = asyncio.run(go())
     assert up.inbox.calls == [] and h.waiting == {} and [m for m, _ in up.inbox.pending] == [ROOTS, {**ROOTS, "id": 10}]
+
+
+def test_a_flood_outside_any_call_waits_only_up_to_pending_max_the_rest_answered_at_once():
+    """A hostile server floods its GET stream with server requests: at most PENDING_MAX wait (for the
+    call in progress or the client's next call); each one more is answered -32603 at once, so neither
+    mcpx's memory nor the next call's InputRequiredResult grows with the flood."""
+    async def go():
+        b, up, rec, exch = bridge_with({"roots": {}})
+        h = Held(handle="h", upstream=up, method="tools/call", exch=exch)
+        up.inbox.calls.append(h)
+        n = c2026.PENDING_MAX
+        for i in range(3 * n):
+            b._server_request(up, rec, {**ROOTS, "id": i})
+        await asyncio.sleep(0.05)
+        in_call, waiting = h.queue.qsize(), len(up.inbox.pending)
+        tasks = len(b._tasks)
+        h.done = True  # the call ended: the next call carries what waits
+        up.inbox.calls.clear()
+        carried = orjson.loads(b._carry(exch, {"jsonrpc": "2.0", "id": "c", "method": "tools/call"}, up).body)
+        for t in list(b._tasks):
+            t.cancel()
+        return n, in_call, waiting, tasks, rec, carried, exch
+    n, in_call, waiting, tasks, rec, carried, exch = asyncio.run(go())
+    assert (in_call, waiting) == (n, n) and tasks <= n + 1
+    assert len(carried["result"]["inputRequests"]) == n
+    assert sorted(m["id"] for m in rec.sent) == list(range(2 * n, 3 * n))
+    assert rec.sent[0] == {"jsonrpc": "2.0", "id": 2 * n, "error": {"code": -32603, "message": (
+        f"mcpx: {n} server requests sent outside any call already wait for the 2026-07-28 client: roots/list refused")}}
+    refused = [c for c in exch.changes if c.action == "passthrough"]
+    assert len(refused) == n and refused[0].rule == "MRTR-bridge-legacy-server"

@@ -147,7 +147,7 @@ class SessionStreams:
             calls = [h for h in box.calls if not h.done and not h.expired]
             # a call reading its stream now first (one whose input_required awaits the client's retry reads it then)
             calls = [h for h in calls if h.handle not in self.held] or calls
-            if calls:
+            if calls and calls[0].queue.qsize() < timing("PENDING_MAX"):
                 h = calls[0]
                 self.rw.record(h.exch if h.exch is not None else box.exch, [Change(
                     pointer="", action="bridge", rule="MRTR-bridge-legacy-server", before=where,
@@ -179,6 +179,10 @@ class SessionStreams:
     def _pend(self, up, upstream: Upstream, m: dict) -> None:
         """``m`` waits for the client's next call; answered -32603 after PENDING_TTL s if none carries it."""
         box = up.inbox
+        if len(box.pending) >= timing("PENDING_MAX"):
+            self._refuse_pending(up, upstream, m, f"{len(box.pending)} server requests sent outside any call already wait for "
+                         f"the 2026-07-28 client: {m.get('method')} refused")
+            return
         entry = (m, time.monotonic())
         box.pending.append(entry)
         ttl = timing("PENDING_TTL")
@@ -199,6 +203,15 @@ class SessionStreams:
         task = asyncio.get_running_loop().create_task(expire())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _refuse_pending(self, up, upstream: Upstream, m: dict, why: str) -> None:
+        """``m`` cannot wait (PENDING_MAX already wait): -32603 ``mcpx: why`` at once, a ``passthrough``
+        record (no line each: a flood would flood the terminal too)."""
+        self.rw.record(up.inbox.exch, [Change(pointer="", action="passthrough", rule="MRTR-bridge-legacy-server",
+                                              detail=f"{m.get('method')} id={m.get('id')!r} on the upstream GET stream: {why}")],
+                       "s2c", up.session.server_rev, LATEST)
+        self._post_answer(up, upstream, {"jsonrpc": "2.0", "id": m.get("id"), "error": {"code": -32603, "message": f"mcpx: {why}"}},
+                          m.get("method"))
 
     def _carry(self, exch, msg: dict, up) -> Answer | None:
         """The client's call ``msg`` carries the server requests waiting for it: answered
