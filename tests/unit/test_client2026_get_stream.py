@@ -163,3 +163,52 @@ def test_a_flood_outside_any_call_waits_only_up_to_pending_max_the_rest_answered
         f"mcpx: {n} server requests sent outside any call already wait for the 2026-07-28 client: roots/list refused")}}
     refused = [c for c in exch.changes if c.action == "passthrough"]
     assert len(refused) == n and refused[0].rule == "MRTR-bridge-legacy-server"
+
+
+class Slow(Recording):
+    """An Upstream that holds each POST until ``release`` is set: the peak of POSTs open at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.peak, self.release = 0, 0, asyncio.Event()
+
+    async def send(self, body, headers, purpose, **kw):
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+        try:
+            await self.release.wait()
+            return await super().send(body, headers, purpose, **kw)
+        finally:
+            self.open -= 1
+
+
+def test_a_ping_flood_is_answered_in_order_a_few_posts_at_a_time_and_queued_only_so_far():
+    """A hostile server floods its GET stream with pings it never lets mcpx answer: mcpx sends at most
+    ANSWERS_IN_FLIGHT answers at once (not one open request each), queues at most ANSWERS_QUEUED,
+    and leaves the rest unanswered with one ``passthrough`` record per flood; once the server takes
+    answers again, every queued one goes, once each."""
+    async def go():
+        b, up, _, exch = bridge_with({})
+        slow = Slow()
+        n, q = c2026.ANSWERS_IN_FLIGHT, 20  # (ANSWERS_QUEUED made small: the records of a flow are kept up to FLOW_KEEP_MAX)
+        saved, c2026.ANSWERS_QUEUED = c2026.ANSWERS_QUEUED, q
+        try:
+            for i in range(n + q + 50):
+                b._server_request(up, slow, {"jsonrpc": "2.0", "id": i, "method": "ping"})
+        finally:
+            c2026.ANSWERS_QUEUED = saved
+        await asyncio.sleep(0.05)
+        open_then = slow.open
+        slow.release.set()
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if not b._tasks:
+                break
+        return n, q, open_then, slow, exch
+    n, q, open_then, slow, exch = asyncio.run(go())
+    assert open_then == n and slow.peak == n
+    assert sorted(m["id"] for m in slow.sent) == list(range(q)) and all(m["result"] == {} for m in slow.sent)
+    left = [c for c in exch.changes if c.action == "passthrough"]
+    assert [(c.rule, c.detail) for c in left] == [("MRTR-bridge-legacy-server", (
+        f"ping id={q!r} on the upstream GET stream: {q} answers to the server already wait to be sent; left "
+        "unanswered (and every one more until they are sent)"))]

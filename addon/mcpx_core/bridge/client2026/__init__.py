@@ -74,6 +74,11 @@ PENDING_TTL = 60.0
 #: progress, and again for the client's next call); one more is answered -32603 at once (get_stream.py:
 #: a server flooding its GET stream grows neither mcpx's memory nor a call's InputRequiredResult)
 PENDING_MAX = 32
+#: answers mcpx sends at once to the server requests of one upstream session's GET stream (pings,
+#: -32601s, -32603s), and how many more wait to be sent; one more is left unanswered (get_stream.py:
+#: a server flooding its GET stream gets no open request of mcpx's per message)
+ANSWERS_IN_FLIGHT = 4
+ANSWERS_QUEUED = 1024
 
 from .bridge import Client2026Bridge  # noqa: E402  (after the time constants the parts read here)
 from .held import Held  # noqa: E402
@@ -82,6 +87,6 @@ from .sessions import Upstream2026Session  # noqa: E402
 from .shared import (CAPABILITY, EMBEDDED, LATEST, LEVELS, META_KEYS, MRTR_METHODS, NAME, NEWEST_LEGACY, NO_ID,  # noqa: E402
                      STATE_PREFIX, Refused)
 
-__all__ = ["CALL_IDLE", "PENDING_MAX", "PENDING_TTL", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
+__all__ = ["ANSWERS_IN_FLIGHT", "ANSWERS_QUEUED", "CALL_IDLE", "PENDING_MAX", "PENDING_TTL", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
            "NEWEST_LEGACY", "NO_ID", "STATE_PREFIX", "Client2026Bridge", "Held", "Listen", "ListenStream", "Refused",
            "Upstream2026Session"]

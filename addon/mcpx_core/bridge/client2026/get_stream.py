@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -64,6 +65,11 @@ class Inbox:
     pending: list[tuple[dict, float]] = field(default_factory=list)
     #: the exchange of the session's latest client request: records of what comes outside any call go there
     exch: Any = None
+    #: (answer, method) to server requests of the GET stream waiting to be sent, and the senders running
+    answers: deque = field(default_factory=deque)
+    senders: int = 0
+    #: the answer queue is full: what comes is left unanswered (one record until it drains)
+    full: bool = False
 
 
 def wants_get(caps: dict | None) -> bool:
@@ -166,13 +172,37 @@ class SessionStreams:
         self._post_answer(up, upstream, answer, method)
 
     def _post_answer(self, up, upstream: Upstream, answer: dict, method: Any) -> None:
-        async def send() -> None:
+        """POST ``answer`` upstream: in order, at most ANSWERS_IN_FLIGHT at once per session, at most
+        ANSWERS_QUEUED waiting (one more is left unanswered, one ``passthrough`` record until the queue
+        drains: the server's own request timeout ends its wait)."""
+        box = up.inbox
+        if len(box.answers) >= timing("ANSWERS_QUEUED"):
+            if not box.full:
+                box.full = True
+                self.rw.record(box.exch, [Change(pointer="", action="passthrough", rule="MRTR-bridge-legacy-server", detail=(
+                    f"{method} id={answer.get('id')!r} on the upstream GET stream: {len(box.answers)} answers to the server "
+                    "already wait to be sent; left unanswered (and every one more until they are sent)"))],
+                    "s2c", up.session.server_rev, LATEST)
+            return
+        box.answers.append((answer, method))
+        if box.senders >= timing("ANSWERS_IN_FLIGHT"):
+            return
+
+        async def sender() -> None:
             try:
-                await upstream.send(json_body.dumps(answer), self._headers(up), f"answer to server request id={answer.get('id')!r} "
-                                    f"({method}) on the upstream GET stream", timeout=60, detached=True)
-            except Exception as e:
-                logger.info(f"mcpx: answer to server request {answer.get('id')!r} on the upstream GET stream: {e}")
-        task = asyncio.get_running_loop().create_task(send())
+                while box.answers:
+                    msg, what = box.answers.popleft()
+                    if not box.answers:
+                        box.full = False
+                    try:
+                        await upstream.send(json_body.dumps(msg), self._headers(up), f"answer to server request id={msg.get('id')!r} "
+                                            f"({what}) on the upstream GET stream", timeout=60, detached=True)
+                    except Exception as e:
+                        logger.info(f"mcpx: answer to server request {msg.get('id')!r} on the upstream GET stream: {e}")
+            finally:
+                box.senders -= 1
+        box.senders += 1  # (counted as it is made: the flood's next message must not make one more)
+        task = asyncio.get_running_loop().create_task(sender())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
