@@ -182,7 +182,7 @@ class Slow(Recording):
             self.open -= 1
 
 
-def test_a_ping_flood_is_answered_in_order_a_few_posts_at_a_time_and_queued_only_so_far():
+def test_a_ping_flood_is_answered_a_few_posts_at_a_time_and_queued_only_so_far():
     """A hostile server floods its GET stream with pings it never lets mcpx answer: mcpx sends at most
     ANSWERS_IN_FLIGHT answers at once (not one open request each), queues at most ANSWERS_QUEUED,
     and leaves the rest unanswered with one ``passthrough`` record per flood; once the server takes
