@@ -56,6 +56,12 @@ def meta_of(flow: http.HTTPFlow) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
+def records_of(flow: http.HTTPFlow) -> list[dict]:
+    """The change records mcpx stored on ``flow`` (a flow file's to say: anything but a list of objects is left out)."""
+    kept = meta_of(flow).get("changes")
+    return [r for r in kept if isinstance(r, dict)] if isinstance(kept, list) else []
+
+
 def session_key(flow: http.HTTPFlow, requests: list[Unit] | None = None) -> str | None:
     """The session a flow belongs to, as mcpx named it (``(2026-07-28) NAME VERSION`` for a
     2026-07-28 client's flows, which belong to none), else the ``Mcp-Session-Id`` it carries."""
@@ -179,7 +185,7 @@ def calls(flows: list[http.HTTPFlow]) -> list[Call]:
 def _credit(flow: http.HTTPFlow, skey: Any, own: list[Call], known: list[Call]) -> None:
     """Count the flow's records on the calls they belong to: by the JSON-RPC id a record carries
     (a server request's id: the call it was a round trip of), else the flow's own first call."""
-    records = meta_of(flow).get("changes") or []
+    records = records_of(flow)
     by_id: dict[Any, Call] = {}
     for c in reversed(known):
         if c.session == skey:
@@ -191,6 +197,7 @@ def _credit(flow: http.HTTPFlow, skey: Any, own: list[Call], known: list[Call]) 
         if not isinstance(r, dict):
             continue
         jid = r.get("jsonrpc_id")
+        jid = None if jid is None else _plain(jid)  # (an id a file gives as a list or object: its repr, hashable)
         target = None
         if jid is not None:
             own_hit = next((c for c in own if c.id == jid), None)

@@ -94,9 +94,7 @@ def sessions(flows: list[http.HTTPFlow]) -> list[FlowSession]:
         s.client_info = meta.get("client_info") or s.client_info or (calls_mod.client_info_2026(requests) if s.sessionless else None)
         s.server_info = meta.get("server_info") or s.server_info or (_server_info_2026(responses) if s.sessionless else None)
         s.profile = meta.get("profile") or s.profile
-        for c in meta.get("changes") or []:
-            if not isinstance(c, dict):
-                continue
+        for c in calls_mod.records_of(f):
             s.changes += 1
             s.dropped += c.get("action") in DROPS
             s.by_rule[(str(c.get("rule")), str(c.get("action")))] += 1
@@ -122,7 +120,8 @@ def line(s: FlowSession) -> str:
     profile = f" (profile {printable(s.profile, 80)})" if s.profile else ""
     pinned = " (pinned)" if s.pinned else ""
     return (f"{label}{' (closed)' if s.closed else ''}: client {_who(s.client_info)}{profile} receives "
-            f"{s.client_revision or '?'}{pinned}, server {_who(s.server_info)} speaks {s.server_revision or '?'}: "
+            f"{printable(s.client_revision or '?', 40)}{pinned}, server {_who(s.server_info)} speaks "
+            f"{printable(s.server_revision or '?', 40)}: "
             f"{s.messages} messages, {s.changes} changes, {s.dropped} dropped")
 
 

@@ -363,3 +363,17 @@ def test_no_prm_is_synthesized_for_an_issuer_whose_metadata_is_not_the_one_read(
     # the origin the client used (reverse mode) is as good as the server's
     own = Origin({f"{MCP}/.well-known/oauth-authorization-server": (200, {}, {**OWN_DOC, "issuer": f"{MCPX}/"})})
     assert isinstance(ask(Discovery(), seen("GET", "/.well-known/oauth-protected-resource/mcp", 404), own), Serve)
+
+
+@pytest.mark.parametrize("endpoint", [f"{AS}/authorize\r\nSet-Cookie: sid=attacker", f"{AS}/authorize\nX: y",
+                                      f"{AS}/author ize", "https://", "http:///authorize", f"{AS}/authorize\x00"])
+def test_an_endpoint_that_is_no_uri_is_never_a_location(endpoint):
+    """RFC 3986 §2: a URI holds no space or control character, and (§3.2) an http(s) URI names a host.
+    The authorization server's metadata is not the client's to trust blindly through mcpx: an endpoint
+    with CR/LF would split the redirect's header block (mitmproxy writes header values as given) and
+    set a header, a cookie, on the origin the client reached mcpx at; the 404 stands instead."""
+    doc = {**AS_DOC, "authorization_endpoint": endpoint, "token_endpoint": endpoint}
+    d = Discovery()
+    origin = Origin({**NEW_SERVER, f"{AS}/.well-known/oauth-authorization-server": (200, {}, doc)})
+    assert ask(d, seen("GET", "/authorize", 404), origin) == Keep()
+    assert ask(d, seen("POST", "/token", 404), origin) == Keep()

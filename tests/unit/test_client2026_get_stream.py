@@ -133,3 +133,82 @@ def test_a_call_over_hands_what_it_did_not_ask_to_the_next_call():
         return up, h
     up, h = asyncio.run(go())
     assert up.inbox.calls == [] and h.waiting == {} and [m for m, _ in up.inbox.pending] == [ROOTS, {**ROOTS, "id": 10}]
+
+
+def test_a_flood_outside_any_call_waits_only_up_to_pending_max_the_rest_answered_at_once():
+    """A hostile server floods its GET stream with server requests: at most PENDING_MAX wait (for the
+    call in progress or the client's next call); each one more is answered -32603 at once, so neither
+    mcpx's memory nor the next call's InputRequiredResult grows with the flood."""
+    async def go():
+        b, up, rec, exch = bridge_with({"roots": {}})
+        h = Held(handle="h", upstream=up, method="tools/call", exch=exch)
+        up.inbox.calls.append(h)
+        n = c2026.PENDING_MAX
+        for i in range(3 * n):
+            b._server_request(up, rec, {**ROOTS, "id": i})
+        await asyncio.sleep(0.05)
+        in_call, waiting = h.queue.qsize(), len(up.inbox.pending)
+        tasks = len(b._tasks)
+        h.done = True  # the call ended: the next call carries what waits
+        up.inbox.calls.clear()
+        carried = orjson.loads(b._carry(exch, {"jsonrpc": "2.0", "id": "c", "method": "tools/call"}, up).body)
+        for t in list(b._tasks):
+            t.cancel()
+        return n, in_call, waiting, tasks, rec, carried, exch
+    n, in_call, waiting, tasks, rec, carried, exch = asyncio.run(go())
+    assert (in_call, waiting) == (n, n) and tasks <= n + 1
+    assert len(carried["result"]["inputRequests"]) == n
+    assert sorted(m["id"] for m in rec.sent) == list(range(2 * n, 3 * n))
+    assert rec.sent[0] == {"jsonrpc": "2.0", "id": 2 * n, "error": {"code": -32603, "message": (
+        f"mcpx: {n} server requests sent outside any call already wait for the 2026-07-28 client: roots/list refused")}}
+    refused = [c for c in exch.changes if c.action == "passthrough"]
+    assert len(refused) == n and refused[0].rule == "MRTR-bridge-legacy-server"
+
+
+class Slow(Recording):
+    """An Upstream that holds each POST until ``release`` is set: the peak of POSTs open at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.peak, self.release = 0, 0, asyncio.Event()
+
+    async def send(self, body, headers, purpose, **kw):
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+        try:
+            await self.release.wait()
+            return await super().send(body, headers, purpose, **kw)
+        finally:
+            self.open -= 1
+
+
+def test_a_ping_flood_is_answered_a_few_posts_at_a_time_and_queued_only_so_far():
+    """A hostile server floods its GET stream with pings it never lets mcpx answer: mcpx sends at most
+    ANSWERS_IN_FLIGHT answers at once (not one open request each), queues at most ANSWERS_QUEUED,
+    and leaves the rest unanswered with one ``passthrough`` record per flood; once the server takes
+    answers again, every queued one goes, once each."""
+    async def go():
+        b, up, _, exch = bridge_with({})
+        slow = Slow()
+        n, q = c2026.ANSWERS_IN_FLIGHT, 20  # (ANSWERS_QUEUED made small: the records of a flow are kept up to FLOW_KEEP_MAX)
+        saved, c2026.ANSWERS_QUEUED = c2026.ANSWERS_QUEUED, q
+        try:
+            for i in range(n + q + 50):
+                b._server_request(up, slow, {"jsonrpc": "2.0", "id": i, "method": "ping"})
+        finally:
+            c2026.ANSWERS_QUEUED = saved
+        await asyncio.sleep(0.05)
+        open_then = slow.open
+        slow.release.set()
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if not b._tasks:
+                break
+        return n, q, open_then, slow, exch
+    n, q, open_then, slow, exch = asyncio.run(go())
+    assert open_then == n and slow.peak == n
+    assert sorted(m["id"] for m in slow.sent) == list(range(q)) and all(m["result"] == {} for m in slow.sent)
+    left = [c for c in exch.changes if c.action == "passthrough"]
+    assert [(c.rule, c.detail) for c in left] == [("MRTR-bridge-legacy-server", (
+        f"ping id={q!r} on the upstream GET stream: {q} answers to the server already wait to be sent; left "
+        "unanswered (and every one more until they are sent)"))]

@@ -217,7 +217,7 @@ class Discovery:
             return Keep()
         asm = await self._as_metadata(issuer, fetch)
         target = asm.doc.get(member) if asm is not None else None
-        if not isinstance(target, str) or not target.startswith(("https://", "http://")):
+        if not wk.is_location(target):  # (no URI, or one that would split the redirect's header block)
             return Keep()
         status = 302 if seen.method == "GET" else 307
         change = Change(pointer="header:Location", action="synthesize", rule="AUTH-default-endpoint", before="HTTP 404",

@@ -49,6 +49,18 @@ def origin_of(url: str) -> str:
     return f"{u.scheme}://{(u.hostname or '').lower()}:{port}"
 
 
+def is_location(url: object) -> bool:
+    """Whether ``url`` may be a ``Location`` mcpx writes: an ``http(s)`` URI naming a host, with no space
+    or control character (RFC 3986 §2, §3.2; CR/LF in a header value would split the header block)."""
+    if not isinstance(url, str) or any(c <= " " or c == "\x7f" for c in url):
+        return False
+    try:
+        u = urlsplit(url)
+    except ValueError:
+        return False
+    return u.scheme in ("http", "https") and bool(u.hostname)
+
+
 def as_metadata_urls(issuer: str) -> list[str]:
     """The URLs of an issuer's metadata, in the order current SDKs try them: RFC 8414 §3.1 (the
     well-known suffix inserted between host and path), then OpenID Connect Discovery (``openid-configuration``

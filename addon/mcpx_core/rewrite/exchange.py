@@ -87,8 +87,13 @@ class Exchange:
     @property
     def client_scope(self) -> tuple[str, str]:
         """What mcpx keeps on a client's behalf is kept for exactly this: the URL the client asked for
-        (:attr:`target`, else the origin) and its credentials."""
-        return self.target or self.origin, self.credentials
+        (:attr:`target`, else the origin) and its credentials; a request that sends none, its host
+        (``host:`` and the client's IP address): credentialless clients on two hosts never share what
+        mcpx keeps (a bridge's upstream session, whose GET stream's requests and notifications reach
+        every client of it: docs/security.md)."""
+        if self.credentials:
+            return self.target or self.origin, self.credentials
+        return self.target or self.origin, next((k for k in self.client_keys if k.startswith("host:")), "")
 
     @property
     def revisions(self) -> tuple[str | None, str | None]:

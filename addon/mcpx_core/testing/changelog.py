@@ -73,7 +73,7 @@ def read(path: str, offset: int = 0) -> tuple[list[dict], int]:
     for line in data[:end].splitlines():
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (not JSON, or nested past Python's recursion limit: not a record)
             continue
         if isinstance(rec, dict):
             out.append(rec)
@@ -93,9 +93,10 @@ def summary(records: list[dict]) -> list[str]:
         rules[str(r.get("rule"))] += 1
     lines = [f"{len(records)} records, {len(by_session)} sessions"]
     for s, methods in by_session.items():
-        lines += ["", f"session {printable(s, 80)} ({', '.join(revs[s])}): {sum(sum(c.values()) for c in methods.values())} records"]
+        lines += ["", f"session {printable(s, 80)} ({printable(', '.join(revs[s]), 200)}): "
+                      f"{sum(sum(c.values()) for c in methods.values())} records"]
         for m, counts in methods.items():
-            parts = ", ".join(f"{n} {w} [{printable(rule, 60)}]" for (w, rule), n in counts.most_common())
+            parts = ", ".join(f"{n} {printable(w, 40)} [{printable(rule, 60)}]" for (w, rule), n in counts.most_common())
             lines.append(f"  {printable(m, 80)}: {parts}")
     if rules:
         lines += ["", "rules:"]

@@ -17,6 +17,7 @@ from collections import Counter
 from .. import revisions
 from ..changes import WORDS
 from ..terminal import printable
+from .replay import Unreadable
 from .run import RECORDED, CallResult, Replay, ReplayError, replay_as
 
 
@@ -82,14 +83,15 @@ def report(path: str, replays: list[Replay], facts: dict) -> dict:
 
 
 def _words(changes: dict) -> str:
-    return ", ".join(f"{n} {w}" for w, n in changes.items()) or "no change"
+    return ", ".join(f"{n} {printable(w, 40)}" for w, n in changes.items()) or "no change"
 
 
 def text(data: dict) -> list[str]:
     """The text form: per revision, per method what it loses; then the recorded replay's calls."""
-    lines = [f"{printable(data['file'])}: client {data['client_revision'] or '?'}, server {data['server_revision'] or '?'}"]
+    lines = [f"{printable(data['file'])}: client {printable(data['client_revision'] or '?', 40)}, "
+             f"server {printable(data['server_revision'] or '?', 40)}"]
     for entry in data["revisions"]:
-        label = f"{entry['revision']} (recorded)" if entry["recorded"] else entry["revision"]
+        label = printable(f"{entry['revision']} (recorded)" if entry["recorded"] else entry["revision"], 60)
         changed = sum(1 for g in entry["by_method"].values() if g["changes"])
         lines += ["", f"as {label}: {changed} of {len(entry['by_method'])} methods changed, "
                       f"{len(entry['not_delivered'])} not delivered, {len(entry['invalid'])} invalid"]
@@ -120,8 +122,8 @@ def main(path: str, asked: list[str] | None, as_json: bool) -> int:
         return 2
     try:
         replays, facts = run_check(path, asked)
-    except ReplayError as e:
-        print(f"mcpx check: {e}")
+    except (ReplayError, Unreadable) as e:  # (its text may name what the file holds)
+        print(f"mcpx check: {printable(str(e))}")
         return 2
     data = report(path, replays, facts)
     if as_json:

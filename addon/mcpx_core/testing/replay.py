@@ -22,17 +22,24 @@ import json
 import os
 from typing import Any
 
-from mitmproxy import http, io
+from mitmproxy import exceptions, http, io
 from mitmproxy.test import taddons
 
 #: change record fields that differ from run to run
 VOLATILE = ("time", "flow")
 
 
+class Unreadable(Exception):
+    """A file that is no mitmproxy flow file (or one nested past Python's recursion limit): its path and why."""
+
+
 def load(path: str | os.PathLike) -> list[http.HTTPFlow]:
-    """The HTTP flows of a flow file, in file order."""
+    """The HTTP flows of a flow file, in file order; :class:`Unreadable` when it is none."""
     with open(path, "rb") as fh:
-        return [f for f in io.FlowReader(fh).stream() if isinstance(f, http.HTTPFlow)]
+        try:
+            return [f for f in io.FlowReader(fh).stream() if isinstance(f, http.HTTPFlow)]
+        except (exceptions.FlowReadException, RecursionError, ValueError) as e:
+            raise Unreadable(f"{os.fspath(path)}: not a mitmproxy flow file ({e})") from None
 
 
 def replay_flows(flows: list[http.HTTPFlow], options: dict[str, Any] | None = None) -> list[http.HTTPFlow]:

@@ -24,7 +24,8 @@ upgrade direction), and sends every request of that client on it. What each meth
   answer is written when the call ends or asks for input: not streamed as it comes). A server request
   sent outside any call (on the upstream session's GET stream, which mcpx reads: :mod:`.get_stream`)
   goes to the call in progress, else to the client's next call (answered input_required at once, sent
-  upstream on the retry); one no call carries within ``PENDING_TTL`` is answered -32603. A server that
+  upstream on the retry); one no call carries within ``PENDING_TTL`` is answered -32603, and so is
+  one beyond ``PENDING_MAX`` waiting. A server that
   closes the call's SSE stream after an event id and before the answer (SSE polling,
   ``TR-sse-priming-polling``, 2025-11-25 basic/transports.mdx:107-115), or whose stream breaks off
   there, is resumed by mcpx: ``GET`` with ``Last-Event-ID``, the server's session id and revision,
@@ -69,6 +70,15 @@ CALL_IDLE = 600.0
 #: seconds a server request sent outside any call (the upstream GET stream) waits for a call of the
 #: 2026-07-28 client to carry it as input_required; then mcpx answers it -32603 (get_stream.py)
 PENDING_TTL = 60.0
+#: server requests sent outside any call that may wait at once per upstream session (for the call in
+#: progress, and again for the client's next call); one more is answered -32603 at once (get_stream.py:
+#: a server flooding its GET stream grows neither mcpx's memory nor a call's InputRequiredResult)
+PENDING_MAX = 32
+#: answers mcpx sends at once to the server requests of one upstream session's GET stream (pings,
+#: -32601s, -32603s), and how many more wait to be sent; one more is left unanswered (get_stream.py:
+#: a server flooding its GET stream gets no open request of mcpx's per message)
+ANSWERS_IN_FLIGHT = 4
+ANSWERS_QUEUED = 1024
 
 from .bridge import Client2026Bridge  # noqa: E402  (after the time constants the parts read here)
 from .held import Held  # noqa: E402
@@ -77,6 +87,6 @@ from .sessions import Upstream2026Session  # noqa: E402
 from .shared import (CAPABILITY, EMBEDDED, LATEST, LEVELS, META_KEYS, MRTR_METHODS, NAME, NEWEST_LEGACY, NO_ID,  # noqa: E402
                      STATE_PREFIX, Refused)
 
-__all__ = ["CALL_IDLE", "PENDING_TTL", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
+__all__ = ["ANSWERS_IN_FLIGHT", "ANSWERS_QUEUED", "CALL_IDLE", "PENDING_MAX", "PENDING_TTL", "CAPABILITY", "EMBEDDED", "HELD_TTL", "LATEST", "LEVELS", "META_KEYS", "MRTR_METHODS", "NAME",
            "NEWEST_LEGACY", "NO_ID", "STATE_PREFIX", "Client2026Bridge", "Held", "Listen", "ListenStream", "Refused",
            "Upstream2026Session"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -64,6 +65,11 @@ class Inbox:
     pending: list[tuple[dict, float]] = field(default_factory=list)
     #: the exchange of the session's latest client request: records of what comes outside any call go there
     exch: Any = None
+    #: (answer, method) to server requests of the GET stream waiting to be sent, and the senders running
+    answers: deque = field(default_factory=deque)
+    senders: int = 0
+    #: the answer queue is full: what comes is left unanswered (one record until it drains)
+    full: bool = False
 
 
 def wants_get(caps: dict | None) -> bool:
@@ -147,7 +153,7 @@ class SessionStreams:
             calls = [h for h in box.calls if not h.done and not h.expired]
             # a call reading its stream now first (one whose input_required awaits the client's retry reads it then)
             calls = [h for h in calls if h.handle not in self.held] or calls
-            if calls:
+            if calls and calls[0].queue.qsize() < timing("PENDING_MAX"):
                 h = calls[0]
                 self.rw.record(h.exch if h.exch is not None else box.exch, [Change(
                     pointer="", action="bridge", rule="MRTR-bridge-legacy-server", before=where,
@@ -166,19 +172,47 @@ class SessionStreams:
         self._post_answer(up, upstream, answer, method)
 
     def _post_answer(self, up, upstream: Upstream, answer: dict, method: Any) -> None:
-        async def send() -> None:
+        """POST ``answer`` upstream: in order, at most ANSWERS_IN_FLIGHT at once per session, at most
+        ANSWERS_QUEUED waiting (one more is left unanswered, one ``passthrough`` record until the queue
+        drains: the server's own request timeout ends its wait)."""
+        box = up.inbox
+        if len(box.answers) >= timing("ANSWERS_QUEUED"):
+            if not box.full:
+                box.full = True
+                self.rw.record(box.exch, [Change(pointer="", action="passthrough", rule="MRTR-bridge-legacy-server", detail=(
+                    f"{method} id={answer.get('id')!r} on the upstream GET stream: {len(box.answers)} answers to the server "
+                    "already wait to be sent; left unanswered (and every one more until they are sent)"))],
+                    "s2c", up.session.server_rev, LATEST)
+            return
+        box.answers.append((answer, method))
+        if box.senders >= timing("ANSWERS_IN_FLIGHT"):
+            return
+
+        async def sender() -> None:
             try:
-                await upstream.send(json_body.dumps(answer), self._headers(up), f"answer to server request id={answer.get('id')!r} "
-                                    f"({method}) on the upstream GET stream", timeout=60, detached=True)
-            except Exception as e:
-                logger.info(f"mcpx: answer to server request {answer.get('id')!r} on the upstream GET stream: {e}")
-        task = asyncio.get_running_loop().create_task(send())
+                while box.answers:
+                    msg, what = box.answers.popleft()
+                    if not box.answers:
+                        box.full = False
+                    try:
+                        await upstream.send(json_body.dumps(msg), self._headers(up), f"answer to server request id={msg.get('id')!r} "
+                                            f"({what}) on the upstream GET stream", timeout=60, detached=True)
+                    except Exception as e:
+                        logger.info(f"mcpx: answer to server request {msg.get('id')!r} on the upstream GET stream: {e}")
+            finally:
+                box.senders -= 1
+        box.senders += 1  # (counted as it is made: the flood's next message must not make one more)
+        task = asyncio.get_running_loop().create_task(sender())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _pend(self, up, upstream: Upstream, m: dict) -> None:
         """``m`` waits for the client's next call; answered -32603 after PENDING_TTL s if none carries it."""
         box = up.inbox
+        if len(box.pending) >= timing("PENDING_MAX"):
+            self._refuse_pending(up, upstream, m, f"{len(box.pending)} server requests sent outside any call already wait for "
+                         f"the 2026-07-28 client: {m.get('method')} refused")
+            return
         entry = (m, time.monotonic())
         box.pending.append(entry)
         ttl = timing("PENDING_TTL")
@@ -199,6 +233,15 @@ class SessionStreams:
         task = asyncio.get_running_loop().create_task(expire())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _refuse_pending(self, up, upstream: Upstream, m: dict, why: str) -> None:
+        """``m`` cannot wait (PENDING_MAX already wait): -32603 ``mcpx: why`` at once, a ``passthrough``
+        record (no line each: a flood would flood the terminal too)."""
+        self.rw.record(up.inbox.exch, [Change(pointer="", action="passthrough", rule="MRTR-bridge-legacy-server",
+                                              detail=f"{m.get('method')} id={m.get('id')!r} on the upstream GET stream: {why}")],
+                       "s2c", up.session.server_rev, LATEST)
+        self._post_answer(up, upstream, {"jsonrpc": "2.0", "id": m.get("id"), "error": {"code": -32603, "message": f"mcpx: {why}"}},
+                          m.get("method"))
 
     def _carry(self, exch, msg: dict, up) -> Answer | None:
         """The client's call ``msg`` carries the server requests waiting for it: answered
