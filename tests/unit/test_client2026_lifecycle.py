@@ -205,3 +205,39 @@ def test_a_refused_transition_keeps_the_answer_flowing(caplog):
     assert [(c.pointer, c.action, c.rule, c.detail) for c in exch.changes] == [
         ("/result/resultType", "synthesize", "RES-resultType", "required by 2026-07-28; a legacy result means this"),
         ("", "passthrough", "PASSTHROUGH-error", f"tools/call: {detail}")]
+
+
+def test_a_resumed_call_moves_through_resuming():
+    """SSE polling (2025-11-25 basic/transports.mdx:107-115): the POST's stream carries a priming
+    event (id 1, ``retry: 0``) and closes without the response; mcpx resumes with GET and
+    Last-Event-ID 1, whose stream carries the response: the stream goes STREAMING -> RESUMING ->
+    STREAMING -> RESPONDED -> ENDED (seen at each send), the round trip CALLING -> ANSWERED."""
+    async def go():
+        b, up, exch = bridge()
+        calls: list[Held] = up.inbox.calls
+        seen: list[tuple] = []
+
+        class Polling:
+            async def send(self, body, headers, purpose, on_chunk=None, method="POST", **kw):
+                held = self.held = calls[0]
+                seen.append((method, headers.get("last-event-id"), held.stream.state, held.trip.state))
+                if method == "POST":
+                    self.minted = orjson.loads(body)["id"]
+                    on_chunk(b"id: 1\nretry: 0\ndata: \n\n")
+                    on_chunk(b"")
+                else:
+                    on_chunk(b"id: 2\ndata: " + orjson.dumps({"jsonrpc": "2.0", "id": self.minted, "result": result()}) + b"\n\n")
+                    seen.append(("GET streamed", None, held.stream.state, held.trip.state))
+                    on_chunk(b"")
+                return Reply(200, {"content-type": "text/event-stream"}, b"", flow_id=f"f-{method}")
+
+            def abort(self, flow_id):
+                pass
+        polling = Polling()
+        answer = await b._call(exch, {"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "t"}}, up, polling)
+        return answer, seen, polling.held
+    answer, seen, held = asyncio.run(go())
+    assert held.stream.state is SS.ENDED and held.trip.state is TS.ANSWERED and held.unanswered is None
+    assert seen == [("POST", None, SS.STREAMING, TS.CALLING), ("GET", "1", SS.RESUMING, TS.CALLING),
+                    ("GET streamed", None, SS.RESPONDED, TS.CALLING)]
+    assert orjson.loads(answer.body) == {"jsonrpc": "2.0", "id": "c1", "result": DELIVERED}

@@ -1,4 +1,4 @@
-"""Held round trips: an upstream call that asked for client input, its stream going on in the background until the client's retry; their expiry."""
+"""Held round trips: an upstream call that asked for client input, its stream going on in the background until the client's retry; their expiry. Where the call's upstream stream and the client's round trip are: :mod:`.lifecycle`."""
 
 from __future__ import annotations
 
