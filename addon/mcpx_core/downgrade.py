@@ -73,7 +73,7 @@ class WalkRecords:
         make = self.make
         if make is None:
             change = Change(pointer, action, rule, before, after, detail, profile=profile)  # type: ignore[arg-type]
-        else:  # the record as it is delivered, built once (Rewriter._one gives the message's context)
+        else:  # the record as it is delivered, built once (rewrite.message.rule_pass gives the message's context)
             change = make(pointer, action, rule, before, after, detail, profile)
         if self.split is not None and _SENTINEL_TEXT in f"{change.before}{change.after}":
             # the record would show the split array's stand-in: parse the body whole, for the true summary

@@ -13,6 +13,7 @@ import orjson
 import mcpx_core.bridge.client2026 as c2026
 from mcpx_core.bridge import Reply
 from mcpx_core.bridge.client2026 import Client2026Bridge, Held, Upstream2026Session
+from mcpx_core.bridge.client2026.lifecycle import SS, TS
 from mcpx_core.rewrite import Exchange, Rewriter
 from mcpx_core.session import Session
 
@@ -80,7 +81,7 @@ def test_without_a_call_it_waits_for_the_next_call_which_asks_at_once():
         "mcpx:7": {"method": "roots/list"},
         "mcpx:8": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}}, "requestState": state}}
     held = b.held[state]
-    assert held.replay and held.done and held.waiting == {"mcpx:7": (7, "roots/list"), "mcpx:8": (8, "sampling/createMessage")}
+    assert held.trip.state is TS.REPLAY and held.stream.state is SS.ENDED and held.waiting == {"mcpx:7": (7, "roots/list"), "mcpx:8": (8, "sampling/createMessage")}
     assert ("/result", "bridge", "MRTR-bridge-legacy-server", "mcpx:7: roots/list, mcpx:8: sampling/createMessage") in rules(exch)
     # nothing waits: the next call is sent as it is
     assert b._carry(exch, {"jsonrpc": "2.0", "id": "c2", "method": "tools/call"}, up) is None

@@ -4,7 +4,7 @@ A 2025-11-25 server may open a POST's SSE answer with a priming event (an event 
 ``data``), tell the client a ``retry`` delay, and close the connection before the JSON-RPC response;
 the client then resumes with ``GET`` and ``Last-Event-ID`` after that delay, and the server sends the
 rest on the GET's stream (2025-11-25 ``basic/transports.mdx:107-115``, ``:187``). A client of an
-older revision does not know this: it drops priming events (``rewrite.py``, the same rule), but its
+older revision does not know this: it drops priming events (``rewrite/sse.py``, the same rule), but its
 stream ends, and the answer is lost. So, for such a client, mcpx relays the call and resumes it:
 
 1. The ``request`` hook (``addons/requests.py``) routes the client's request, already rewritten

@@ -17,6 +17,7 @@ from ..resume import RETRY_CAP_MS, retry_of, retry_text
 from .shared import NAME, LATEST, STATE_PREFIX, _mint, _meta_of, logger
 from .sessions import Upstream2026Session
 from .held import Held
+from .lifecycle import SE, SS, TE
 
 
 class Calls:
@@ -58,7 +59,8 @@ class Calls:
             return carried
         minted = _mint()
         held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=method, call_id=minted,
-                    log_level=_meta_of(msg).get("io.modelcontextprotocol/logLevel"), exch=exch)
+                    log_level=_meta_of(msg).get("io.modelcontextprotocol/logLevel"), exch=exch,
+                    record=lambda detail: self.rw.passthrough(exch, "s2c", detail))
         up.inbox.calls.append(held)  # (a server request on the GET stream goes to the first call in progress)
         await self._log_level(exch, msg, up, upstream)
         out_msg = dict(msg, id=minted)
@@ -68,21 +70,22 @@ class Calls:
         # the call's stream after an event id and before its answer; a 2026-07-28 client cannot resume
         # (no GET, no event ids), so mcpx resumes upstream with GET + Last-Event-ID, after ``retry``
         # (capped, resume.RETRY_CAP_MS), again after each close that follows a newer id
-        # (``resumed``: every id resumed from: one that comes back is no newer event, or the resumes would loop)
-        # (``undecodable``: the record's detail once the stream stopped decoding: the call ends, never resumed)
-        stream = {"parser": SSEParser(), "last": None, "retry": 0, "answered": False, "resumed_from": None, "resumed": set(),
-                  "undecodable": None}
+        # (``resumed``: every id resumed from: one that comes back is no newer event, or the resumes would loop);
+        # where the stream is (streaming, responded, resuming, ended, undecodable): ``held.stream`` (lifecycle.py)
+        stream = {"parser": SSEParser(), "last": None, "retry": 0, "resumed_from": None, "resumed": set()}
 
         def end(why: str | None = None) -> None:
-            """No more of the call comes; ``why``: the resume that failed (the client's -32603 says it)."""
+            """No more of the call comes; ``why``: the resume that failed (the client's -32603 says it).
+            Nothing more to do for a stream that had ended already (a late event)."""
+            if not held.stream.fire(SE.END if why is None else SE.FAIL):
+                return
             if why is not None:
-                held.ended = (f"the server closed the call's SSE stream after event {stream['resumed_from']} without its "
-                              f"answer and mcpx could not resume it: {why}")
-                detail = f"{held.ended}; the call ends with -32603"
+                held.unanswered = (f"the server closed the call's SSE stream after event {stream['resumed_from']} without its "
+                                   f"answer and mcpx could not resume it: {why}")
+                detail = f"{held.unanswered}; the call ends with -32603"
                 logger.warning(f"mcpx: SSE polling: {detail}")
                 self.rw.record(exch, [Change(pointer="", action="passthrough", rule=PRIMING_RULE, detail=detail)],
                                "s2c", up.session.server_rev, LATEST)
-            held.done = True
             held.queue.put_nowait(None)
 
         def take(events: list) -> None:
@@ -96,27 +99,30 @@ class Calls:
             for value in json_values(events):
                 for m in value if isinstance(value, list) else [value]:
                     if isinstance(m, dict) and m.get("id") == minted and ("result" in m or "error" in m):
-                        stream["answered"] = True
+                        held.stream.fire(SE.RESPONSE)
                     held.queue.put_nowait(m)
 
         def on_chunk(chunk: bytes) -> None:
-            if stream["undecodable"] is not None:  # (nothing after a fault in the encoding is read)
+            if held.stream.state is SS.UNDECODABLE:  # (nothing after a fault in the encoding is read)
                 return
+            if held.stream.state is SS.RESUMING:  # (a chunk of the resuming GET: it streams)
+                held.stream.fire(SE.RESUMED)
             parser = stream["parser"]
             take(parser.feed(chunk) if chunk else parser.close()[0])  # (a cut event's bytes: sent again after the last id)
             if chunk == b"":
                 last = stream["last"]
-                if stream["answered"] or not last or held.expired:  # (expired: nobody waits, nothing to resume or report)
-                    end()
+                if held.stream.state is not SS.STREAMING or not last or held.expired:
+                    end()  # (responded; ended already; no event id; or nobody waits: nothing to resume or report)
                 elif last == stream["resumed_from"]:
                     end("the resumed stream ended with no newer event")
                 elif last in stream["resumed"]:
                     end(f"the resumed stream ended after event {last}, which mcpx had resumed from before (no newer event)")
                 else:
+                    held.stream.fire(SE.RESUME)
                     stream["resumed_from"] = last
                     stream["resumed"].add(last)
-                    held.resuming = asyncio.get_running_loop().create_task(resume(last, stream["retry"]))
-                    self._tasks.add(held.resuming)
+                    held.resume_task = asyncio.get_running_loop().create_task(resume(last, stream["retry"]))
+                    self._tasks.add(held.resume_task)
                     self._tasks = {t for t in self._tasks if not t.done()}
             if not first.done():
                 first.set_result(True)
@@ -128,26 +134,29 @@ class Calls:
             unless they held the answer, the call ends with -32603 saying why; one ``passthrough`` record
             and one warning line; its request is ended (``upstream.abort``: here when its flow is known, else
             once ``upstream.send`` returns it), so it no longer streams unread."""
-            if stream["undecodable"] is not None:
+            if held.stream.state is SS.UNDECODABLE:
                 return
             events, tail = stream["parser"].close()
             take(events)
+            responded = held.stream.state is SS.RESPONDED
+            if not held.stream.fire(SE.UNDECODABLE):  # (ended already: nobody reads it any more)
+                if not first.done():
+                    first.set_result(True)
+                return
             detail = undecodable_detail(at, failed, len(tail))
-            if stream["answered"]:
+            if responded:
                 detail += "; after the call's answer: its upstream request ended"
             else:
                 where = ("SSE answer" if stream["resumed_from"] is None
                          else f"resumed SSE stream (after event {stream['resumed_from']})")
-                held.ended = (f"the server's {where} stopped decoding at compressed byte {at} ({type(failed.error).__name__}: "
+                held.unanswered = (f"the server's {where} stopped decoding at compressed byte {at} ({type(failed.error).__name__}: "
                               f"{failed.error}): mcpx ended the call's upstream request (not resumed: the server had not "
                               "closed the stream)")
                 detail += "; the call ends with -32603, its upstream request ended, not resumed"
-            stream["undecodable"] = detail
             logger.warning(f"mcpx: {NAME}: {method}: {detail}")
             self.rw.passthrough(exch, "s2c", detail)
             if held.flow_id:  # the stream's own flow, or (a GET not yet answered) the ended one before it: a no-op
                 asyncio.get_running_loop().call_soon(upstream.abort, held.flow_id)  # (not inside mitmproxy's stream callback)
-            held.done = True
             held.queue.put_nowait(None)
             if not first.done():
                 first.set_result(True)
@@ -159,7 +168,8 @@ class Calls:
                                                 f"resumed with GET and Last-Event-ID (retry {retry_text(retry_ms)}{capped})")],
                            "s2c", up.session.server_rev, LATEST)
             def not_made() -> None:  # the client will never read it: no GET (the server would hold it open for nobody)
-                logger.info(f"mcpx: {NAME}: {held.stopped}: its resume after event {last} not made")
+                held.stream.fire(SE.STOP)
+                logger.info(f"mcpx: {NAME}: {held.forgotten}: its resume after event {last} not made")
             try:
                 await asyncio.sleep(min(retry_ms, RETRY_CAP_MS) / 1000)
             except asyncio.CancelledError:  # nobody waits for the call any more (_stop cancels this task)
@@ -191,7 +201,7 @@ class Calls:
                 end(f"the GET with Last-Event-ID {last} failed: {getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'}")
                 return
             held.flow_id = reply.flow_id
-            if stream["undecodable"] is not None or held.expired:
+            if held.stream.state is SS.UNDECODABLE or held.expired:
                 # it stopped decoding, or the round trip was forgotten, before the GET was returned: ended here
                 upstream.abort(reply.flow_id)
                 return
@@ -210,22 +220,25 @@ class Calls:
                                         on_undecodable=on_undecodable)
         except BaseException:
             self._settled(held, {})
+            held.trip.fire(TE.FAIL)
             raise
         held.flow_id, held.via = reply.flow_id, upstream
-        if stream["undecodable"] is not None:  # it stopped decoding before the POST was returned: ended here
+        if held.stream.state is SS.UNDECODABLE:  # it stopped decoding before the POST was returned: ended here
             upstream.abort(reply.flow_id)
         if reply.status == 404 and up.session.upstream_id and again:
             # the server no longer knows the upstream session (restarted, expired): a new one, and once more
             self._settled(held, {})
+            held.trip.fire(TE.RESEND)
             self.forget_session(up.session)
             fresh = await self._upstream_session(exch, _meta_of(msg), upstream)
             return await self._call(exch, msg, fresh, upstream, again=False)
         if not reply.headers.get("content-type", "").startswith("text/event-stream"):
             # a JSON answer (or an HTTP error): nothing can be held
-            held.done = True
+            held.stream.fire(SE.END)
             answer = first_response(reply.headers.get("content-type", ""), reply.body)
             if not isinstance(answer, dict):
                 self._settled(held, {})
+                held.trip.fire(TE.ANSWER)
                 return self._unread(exch, reply, rid, minted)
             held.queue.put_nowait(answer)
             held.queue.put_nowait(None)

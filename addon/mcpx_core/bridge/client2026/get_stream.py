@@ -38,6 +38,7 @@ from ...framing import json_body
 from ...framing.sse import SSEParser, json_values
 from .. import Answer, Upstream
 from .shared import LATEST, EMBEDDED, STATE_PREFIX, CAPABILITY, _declares, logger, timing
+from .lifecycle import SE, TE
 
 
 @dataclass
@@ -150,7 +151,7 @@ class SessionStreams:
         s, box, method = up.session, up.inbox, m.get("method")
         where = f"{method} id={m.get('id')!r} on the upstream GET stream"
         if method in EMBEDDED and _declares(s.client_caps, method):
-            calls = [h for h in box.calls if not h.done and not h.expired]
+            calls = [h for h in box.calls if h.reading]
             # a call reading its stream now first (one whose input_required awaits the client's retry reads it then)
             calls = [h for h in calls if h.handle not in self.held] or calls
             if calls and calls[0].queue.qsize() < timing("PENDING_MAX"):
@@ -246,13 +247,15 @@ class SessionStreams:
     def _carry(self, exch, msg: dict, up) -> Answer | None:
         """The client's call ``msg`` carries the server requests waiting for it: answered
         ``input_required`` at once (nothing sent upstream yet); its retry answers them, then sends the
-        call (``Held.replay``). None when nothing waits."""
+        call (the round trip's ``REPLAY`` state, :mod:`.lifecycle`). None when nothing waits."""
         box = up.inbox
         if not box.pending:
             return None
         from .held import Held  # (held.py imports this module's part of the bridge)
         waiting, box.pending = box.pending, []
-        held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=msg.get("method"), replay=True, done=True)
+        held = Held(handle=STATE_PREFIX + os.urandom(12).hex(), upstream=up, method=msg.get("method"),
+                    record=lambda detail: self.rw.passthrough(exch, "s2c", detail))
+        held.stream.fire(SE.END)  # (nothing is sent upstream before the retry: no stream)
         asks: dict[str, dict] = {}
         for m, _ in waiting:
             key = f"mcpx:{m.get('id')}"
@@ -265,4 +268,4 @@ class SessionStreams:
                                      detail="server requests sent outside any call (the upstream GET stream) become this call's "
                                      "InputRequiredResult; the call is sent upstream on the retry, after their answers")],
                        "s2c", up.session.server_rev, LATEST)
-        return self._input_required(exch, msg.get("id"), held, asks, [])
+        return self._input_required(exch, msg.get("id"), held, asks, [], TE.ASK_REPLAY)

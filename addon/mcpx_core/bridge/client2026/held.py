@@ -1,11 +1,11 @@
-"""Held round trips: an upstream call that asked for client input, its stream going on in the background until the client's retry; their expiry."""
+"""Held round trips: an upstream call that asked for client input, its stream going on in the background until the client's retry; their expiry. Where the call's upstream stream and the client's round trip are: :mod:`.lifecycle`."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ...changes import Change
 from ...downgrade import classify, downgrade, downgrade_params
@@ -13,6 +13,7 @@ from ...framing import json_body
 from .. import Answer, Upstream
 from .shared import NAME, LATEST, EMBEDDED, _log_wanted, _declares, logger, timing
 from .sessions import Upstream2026Session
+from .lifecycle import Lifecycle, STREAM_ENDS, SE, TE, TS, stream_lifecycle, trip_lifecycle
 
 
 @dataclass
@@ -26,35 +27,49 @@ class Held:
     call_id: str = ""
     #: the logLevel the client's request asked for (notifications/message below it are not delivered)
     log_level: str | None = None
-    #: a URL elicitation round: the retry sends the original request again (nothing is held upstream)
-    replay: bool = False
     #: key -> (upstream request id, method) of the server requests waiting for the client's answers
     waiting: dict[str, tuple[Any, str]] = field(default_factory=dict)
     #: messages (dicts) the upstream stream delivered that nobody took yet
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
-    done: bool = False
     at: float = field(default_factory=time.monotonic)
     #: the id of mcpx's flow that carries the upstream call's stream (the resumed GET's, once resumed),
     #: and the Upstream it went through: ended when the round trip is forgotten (:meth:`Client2026Bridge._expire`)
     flow_id: str = ""
     via: Any = None
-    #: why the call's answer will not come: a resume of its SSE stream failed (the client's -32603 says it)
-    ended: str | None = None
+    #: why the call's answer will not come (a resume that failed, a stream that stopped decoding,
+    #: CALL_IDLE): the client's -32603 says it
+    unanswered: str | None = None
     #: the task resuming the call's SSE stream (waiting the server's ``retry``, or sending its GET), if
-    #: one runs: cancelled when the round trip expires (:meth:`Client2026Bridge._expire`)
-    resuming: asyncio.Task | None = None
-    #: why nobody waits for the call any more (its round trip expired, or no message came for
-    #: CALL_IDLE), as the info line of a resume not made says it (:meth:`Client2026Bridge._stop`); "" while
-    #: somebody does
-    stopped: str = ""
+    #: one ran: cancelled when nobody waits any more (:meth:`HeldRoundTrips._stop`)
+    resume_task: asyncio.Task | None = None
+    #: why nobody waits for the call any more (``FORGOTTEN``), as the info line of a resume not made says it
+    forgotten: str = ""
     #: the client's exchange the call came on (records of a server request routed to it from the GET stream)
     exch: Any = None
+    #: a ``passthrough`` record on the client's exchange, for a transition the tables refuse (a bug)
+    record: Callable[[str], None] | None = None
+    #: the upstream stream's lifecycle and the client round trip's (:mod:`.lifecycle`)
+    stream: Lifecycle = field(init=False)
+    trip: Lifecycle = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stream = stream_lifecycle(self._refused)
+        self.trip = trip_lifecycle(self._refused)
+
+    def _refused(self, detail: str) -> None:
+        if self.record is not None:
+            self.record(f"{self.method}: {detail}")
 
     @property
     def expired(self) -> bool:
-        """Nobody waits for the call any more (:attr:`stopped`): its stream is not resumed."""
-        return bool(self.stopped)
+        """Nobody waits for the call any more (``FORGOTTEN``): its stream is not resumed."""
+        return self.trip.state is TS.FORGOTTEN
 
+    @property
+    def reading(self) -> bool:
+        """A call in progress that a server request sent outside any call can go to: its stream not
+        ended, and somebody waits for it."""
+        return self.stream.state not in STREAM_ENDS and not self.expired
 
 
 class HeldRoundTrips:
@@ -75,9 +90,10 @@ class HeldRoundTrips:
                 # the server sent no message for CALL_IDLE s: the call ends, and so does its upstream request
                 # (and a resume of its stream, waiting or streaming), or they would go on for nobody
                 resume = self._stop(held, f"the call {held.method} ended after {timing('CALL_IDLE'):g} s without a message from the server")
-                held.ended = (f"no JSON-RPC message from the server for {timing('CALL_IDLE'):g} s: mcpx "
+                held.stream.fire(SE.STOP)
+                held.unanswered = (f"no JSON-RPC message from the server for {timing('CALL_IDLE'):g} s: mcpx "
                               + ("cancelled the resume of the call's SSE stream" if resume else "ended the call's upstream request"))
-                detail = f"{held.ended}; the call ends with -32603"
+                detail = f"{held.unanswered}; the call ends with -32603"
                 logger.warning(f"mcpx: {NAME}: {held.method}: {detail}")
                 self.rw.passthrough(exch, "s2c", detail)
                 m = None
@@ -93,6 +109,7 @@ class HeldRoundTrips:
                 m["id"] = rid
                 exch.request_ids[rid] = held.method
                 final = self.rw.s2c_message(exch, m, held.method, s.server_rev, LATEST) or m
+                held.trip.fire(TE.ANSWER)
                 return self._answer(exch, notes, final)
             if kind == "request":
                 if m.get("method") in EMBEDDED and not _declares(s.client_caps, m.get("method")):
@@ -135,19 +152,22 @@ class HeldRoundTrips:
                                          after="input_required", detail="server requests sent during the call become an "
                                          "InputRequiredResult; the upstream call is held for the client's retry")],
                            "s2c", s.server_rev, LATEST)
-            return self._input_required(exch, rid, held, asks, notes)
+            return self._input_required(exch, rid, held, asks, notes, TE.ASK)
         self._settled(held, asked)
         self.held.pop(held.handle, None)
-        if held.ended is not None:  # a resume that failed: its record and line were made then
-            err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": f"mcpx: {held.ended}"}}
+        held.trip.fire(TE.ANSWER)  # (a late event to a call forgotten for CALL_IDLE: its -32603)
+        if held.unanswered is not None:  # a resume that failed, a stream that stopped decoding: its record and line were made then
+            err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": f"mcpx: {held.unanswered}"}}
             return self._answer(exch, notes, err)
         err = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "mcpx: the server ended the call without an answer"}}
         self.rw.passthrough(exch, "s2c", "the upstream call ended without an answer")
         return self._answer(exch, notes, err)
 
-    def _input_required(self, exch, rid: Any, held: Held, asks: dict[str, dict], notes: list[dict]) -> Answer:
-        """The client's request ends with an InputRequiredResult of ``asks``; ``held`` is kept for its retry."""
+    def _input_required(self, exch, rid: Any, held: Held, asks: dict[str, dict], notes: list[dict], event: TE) -> Answer:
+        """The client's request ends with an InputRequiredResult of ``asks``; ``held`` is kept for its
+        retry (``event``: ``ASK``, the upstream call held; ``ASK_REPLAY``, the retry sends the request again)."""
         s = held.upstream.session
+        held.trip.fire(event)
         held.at = time.monotonic()  # (HELD_TTL counts from the input_required answer, not from the call's start)
         self.held[held.handle] = held
         result = {"resultType": "input_required", "inputRequests": asks, "requestState": held.handle}
@@ -204,8 +224,7 @@ class HeldRoundTrips:
             if isinstance(el, dict):
                 params = {k: v for k, v in el.items() if k in ("mode", "message", "url")}
                 asks[f"mcpx-url:{i}"] = {"method": "elicitation/create", "params": {"mode": "url", **params}}
-        held.replay = True
-        held.done = True
+        held.trip.fire(TE.ASK_REPLAY)
         held.at = time.monotonic()
         self.held[held.handle] = held
         self.rw.record(exch, [Change(pointer="/error", action="rewrite", rule="ELIC-url-required-error", before="error -32042",
@@ -239,6 +258,8 @@ class HeldRoundTrips:
         # no longer held while retried (_next holds it again if the server asks again): never forgotten by
         # HELD_TTL while its answer is awaited (CALL_IDLE bounds that), nor retried twice at once
         self.held.pop(held.handle, None)
+        replay = held.trip.state is TS.REPLAY
+        held.trip.fire(TE.RETRY)
         for key, value in responses.items():
             waiting = held.waiting.pop(key, None)
             if waiting is None:
@@ -256,7 +277,7 @@ class HeldRoundTrips:
             held.waiting.pop(key)
             await self._answer_upstream(exch, held, up_id, None, method, upstream,
                                         error={"code": -32603, "message": "the client gave no answer (mcpx)"})
-        if held.replay:  # after URL elicitations, or server requests sent outside any call: the request itself now (a new upstream call)
+        if replay:  # after URL elicitations, or server requests sent outside any call: the request itself now (a new upstream call)
             again = {k: v for k, v in msg.items()}
             again["params"] = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
             return await self._call(exch, again, held.upstream, upstream)
@@ -286,11 +307,13 @@ class HeldRoundTrips:
         cancelled (``Sender.send`` aborts a request it was sending when cancelled), and its upstream
         request, if still open, is ended. Returns whether a resume was cancelled (the call's stream had
         ended: its upstream request was already over)."""
-        h.stopped = why
-        resume = h.resuming is not None and not h.resuming.done()
+        replay = h.trip.state is TS.REPLAY  # (nothing held upstream: the request's answer came, a URL elicitation)
+        h.trip.fire(TE.STOP)
+        h.forgotten = why
+        resume = h.resume_task is not None and not h.resume_task.done()
         if resume:
-            h.resuming.cancel()
-        if h.flow_id and h.via is not None and not h.done:
+            h.resume_task.cancel()
+        if h.flow_id and h.via is not None and h.stream.state not in STREAM_ENDS and not replay:
             try:
                 h.via.abort(h.flow_id)
             except Exception as e:  # never end the expiry loop
