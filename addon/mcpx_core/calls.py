@@ -74,15 +74,20 @@ def session_key(flow: http.HTTPFlow, requests: list[Unit] | None = None) -> str 
     return key
 
 
-def client_info_2026(units: list[Unit]) -> dict | None:
-    """The clientInfo a 2026-07-28 request carries in its ``_meta``."""
+def info_2026(units: list[Unit], part: str, key: str) -> dict | None:
+    """The first object under ``_meta[key]`` of the messages' ``part`` (``params`` or ``result``)."""
     for u in units:
-        params = u.message.get("params")
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        info = meta.get(CLIENT_INFO_META) if isinstance(meta, dict) else None
+        body = u.message.get(part)
+        meta = body.get("_meta") if isinstance(body, dict) else None
+        info = meta.get(key) if isinstance(meta, dict) else None
         if isinstance(info, dict):
             return info
     return None
+
+
+def client_info_2026(units: list[Unit]) -> dict | None:
+    """The clientInfo a 2026-07-28 request carries in its ``_meta``."""
+    return info_2026(units, "params", CLIENT_INFO_META)
 
 
 def _plain(jid: Any) -> Any:

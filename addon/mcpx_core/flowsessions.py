@@ -64,13 +64,7 @@ class FlowSession:
 
 
 def _server_info_2026(units) -> dict | None:
-    for u in units:
-        result = u.message.get("result")
-        meta = result.get("_meta") if isinstance(result, dict) else None
-        info = meta.get(SERVER_INFO_META) if isinstance(meta, dict) else None
-        if isinstance(info, dict):
-            return info
-    return None
+    return calls_mod.info_2026(units, "result", SERVER_INFO_META)
 
 
 def sessions(flows: list[http.HTTPFlow]) -> list[FlowSession]:
