@@ -395,12 +395,25 @@ def test_failover_mid_round_trip(server, tmp_path):
         t.join(120)
         orphans = [c for i in range(3) if i != holder for c in rp.proxies[i].changes()
                    if c["rule"] == "MRTR-bridge-legacy-client" and c["action"] == "drop-message"]
+    # the client's elicitation answers that reached a survivor (the client may also fail the call when
+    # its stream breaks and send its answer nowhere, or to the dead replica: a race in the client)
+    def elicit_answer(f) -> bool:
+        try:
+            m = orjson.loads(f.request.content)
+        except Exception:
+            return False
+        return isinstance(m, dict) and "method" not in m and "action" in (m.get("result") or {})
+    reached = [f for i in range(3) if i != holder for f in rp.proxies[i].flows()
+               if f.request.method == "POST" and elicit_answer(f)]
     by_id = {e["id"]: e for e in out["report"]["results"]}
     print("\nfailover mid round trip:", {k: (e["ok"], (e.get("error") or "")[:100]) for k, e in by_id.items()})
+    print("answers at survivors:", len(reached), "orphans:", len(orphans))
     assert by_id["tools"]["ok"] and not by_id["elicit"]["ok"]
     assert pl.result_text(by_id["sample"]) == pl.MRTR_EXPECTED["mrtr-sample"]
     assert pl.result_text(by_id["elicit-again"]) == pl.MRTR_EXPECTED["mrtr-elicit"]
-    assert len(orphans) == 1
+    # each answer that reached a survivor, which knows no such question, was dropped there with a record;
+    # the second elicitation's answer belongs to a live question and is no orphan
+    assert len(reached) - 1 == len(orphans) <= 1, (len(reached), orphans)
 
 
 def test_an_initialize_of_the_2026_era_is_not_bridged(tmp_path):
