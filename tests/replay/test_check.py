@@ -181,3 +181,17 @@ def test_log_follow_prints_the_summary_again_as_records_are_added(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_rule_mcpx_builds_otherwise_than_its_delta_record_says_is_told_as_built():
+    """``CT-resource_link``: the revision-delta record's text says TextContent; mcpx delivers the
+    EmbeddedResource the shipped case B01 expects (rules/content.py, AS_BUILT). ``mcpx log`` must
+    say what was delivered, not the record's text."""
+    from mcpx_core.rules import content
+
+    text = changelog.meaning("CT-resource_link")
+    assert text == ("ResourceLink (type \"resource_link\") (since 2025-06-18): For 2024-11-05/2025-03-26 clients "
+                    "replace by an EmbeddedResource whose text/plain text names the link (TextContent where none may stand)")
+    link = {"type": "resource_link", "uri": "file:///a", "name": "a"}
+    assert content.replacement(link, ["TextContent", "EmbeddedResource"])[0]["type"] == "resource"
+    assert content.replacement(link, ["TextContent", "ImageContent"])[0]["type"] == "text"

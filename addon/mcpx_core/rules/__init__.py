@@ -14,3 +14,5 @@ from .api import Registry
 #: every named rule, in registration order
 ALL = [*messages.RULES, *upgrade.RULES, *capabilities.RULES, *content.RULES, *elicitation.RULES, *tools.RULES]
 REGISTRY = Registry(ALL)
+#: rule id -> what mcpx does, where that is not its revision-delta.json record's text (the reason: each module)
+AS_BUILT = {**content.AS_BUILT}

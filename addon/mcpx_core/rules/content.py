@@ -42,6 +42,18 @@ if TYPE_CHECKING:
 
 _KEEP_ON_BLOCK = ("annotations", "_meta")
 
+#: where this module's rewrite is not the one its revision-delta.json record's text gives, what it
+#: does instead (``python -m mcpx log`` says this, not the record's text). ``CT-resource_link``: the
+#: record says TextContent ("An EmbeddedResource is not possible: the contents are unknown"); the
+#: shipped case B01 (cases/01-resource-link-to-older-client.json, from cline/cline#5208) expects an
+#: EmbeddedResource whose ``text/plain`` text describes the link, so that the link's ``uri`` stays a
+#: field the client can read; the schema allows both (schema/2025-03-26/schema.ts:654, :698). mcpx
+#: follows the case, and gives the record's TextContent where the union has no EmbeddedResource.
+AS_BUILT = {
+    "CT-resource_link": "For 2024-11-05/2025-03-26 clients replace by an EmbeddedResource whose text/plain text "
+                        "names the link (TextContent where none may stand)",
+}
+
 
 def base64_len(data: str) -> int:
     """Decoded size in bytes of a base64 string, computed without decoding it."""

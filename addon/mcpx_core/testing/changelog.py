@@ -19,6 +19,7 @@ from collections import Counter
 from importlib import resources
 
 from ..changes import WORDS
+from ..rules import AS_BUILT
 from ..terminal import printable
 
 #: longest text of what a record's action does (the rest: "…")
@@ -51,13 +52,14 @@ def _delta() -> dict:
 
 
 def meaning(rule: str) -> str:
-    """One line: what ``rule`` stands for (see the module docstring)."""
+    """One line: what ``rule`` stands for (see the module docstring). Where mcpx's rewrite is not the
+    one the record's text describes (:data:`mcpx_core.rules.AS_BUILT`), what mcpx does."""
     delta = _delta()
     rec = next((r for r in delta["records"] if r["id"] == rule), None)
     if rec is None:
         return OWN.get(rule, "mcpx's own rule (see docs/troubleshooting.md, what each record means)")
     defined = f"since {rec['introduced']}" + (f", removed {rec['removed']}" if rec.get("removed") else "")
-    how = " ".join(str(rec.get("rewrite_to") or delta["rules"].get(rec["rule"], rec["rule"])).split())
+    how = " ".join(str(AS_BUILT.get(rule) or rec.get("rewrite_to") or delta["rules"].get(rec["rule"], rec["rule"])).split())
     how = how.split(". ")[0].rstrip(".")
     how = how if len(how) <= MEANING_MAX else how[:MEANING_MAX - 1] + "…"
     return f"{' '.join(str(rec['where']).split())} ({defined}): {how}"
