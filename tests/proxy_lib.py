@@ -33,13 +33,15 @@ class Proxy:
     def __init__(self, upstream: str, workdir: pathlib.Path, path: str = "/mcp", script: bool = True,
                  options: dict[str, Any] | None = None, save: bool = True, scripts: tuple[str, ...] = (),
                  mode: str | None = None, port: int | None = None, tag: str = "",
-                 mitmdump: str | None = None, addon: pathlib.Path | str | None = None, cwd: pathlib.Path | None = None):
+                 mitmdump: str | None = None, addon: pathlib.Path | str | None = None, cwd: pathlib.Path | None = None,
+                 wait: bool = True):
         """``options`` may override the defaults below (e.g. termlog_verbosity); ``scripts`` are
         further addon scripts loaded after mcpx; ``mode``: a mitmproxy mode instead of
         ``reverse:{upstream}`` (e.g. ``upstream:http://...``, ``regular``); ``port``: listen on this
         port (e.g. a restart on the port of a stopped proxy); ``tag``: names this process's files.
         ``mitmdump``, ``addon``, ``cwd``: another mitmdump binary, addon file and working directory
-        (default: this venv's, addon/mcpx.py, the checkout)."""
+        (default: this venv's, addon/mcpx.py, the checkout). ``wait=False``: return once started, and
+        call :meth:`wait_ready` (several proxies start side by side)."""
         self.port = port or free_port()
         self.workdir = workdir
         name = f"{self.port}{tag}"
@@ -71,22 +73,36 @@ class Proxy:
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(cwd or ROOT),
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.url = f"http://127.0.0.1:{self.port}{path}"
+        # the line that says it started; below info (e.g. termlog_verbosity=warn) none: a connection is
+        self._ready = ("mcpx ready" if script else "listening at") if opts["termlog_verbosity"] in ("info", "debug") else None
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait until mitmdump listens and every addon has started (or raise with its output)."""
         deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mitmdump exited: {self.output()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"mitmdump did not listen: {self.output()}")
         # mitmproxy listens before every addon's `running` hook has run (tlsconfig loads its certificate
-        # store there): a request in that window fails, and mitmdump exits on an error at startup
-        while time.time() < deadline and "listening at" not in self.output():
-            time.sleep(0.05)
-        time.sleep(0.5)
+        # store there): a request in that window fails, and mitmdump exits on an error logged at start-up,
+        # right after the hooks. mcpx's hook runs last and logs "mcpx ready" (without mcpx: mitmproxy's
+        # "listening at" line); then the process must still be there.
+        while not self._started():
+            if self.proc.poll() is not None or time.time() > deadline:
+                self.stop()
+                raise RuntimeError(f"mitmdump did not start (exit {self.proc.returncode}): {self.output()}")
+            time.sleep(0.02)
+        time.sleep(0.05)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"mitmdump exited at start-up ({self.proc.returncode}): {self.output()}")
+
+    def _started(self) -> bool:
+        if self._ready is not None:
+            return self._ready in self.output()
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                time.sleep(0.5)  # listening: the addons' running hooks follow
+                return True
+        except OSError:
+            return False
 
     def output(self) -> str:
         return self.out_path.read_text(errors="replace") if self.out_path.exists() else ""

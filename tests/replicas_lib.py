@@ -36,7 +36,9 @@ class Replicas:
                  options: dict | None = None):
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
-        self.proxies = [Proxy(upstream, workdir, options=options, tag=f"-r{i}") for i in range(n)]
+        self.proxies = [Proxy(upstream, workdir, options=options, tag=f"-r{i}", wait=False) for i in range(n)]
+        for px in self.proxies:  # started side by side
+            px.wait_ready()
         self.port = free_port()
         self.cfg = workdir / "haproxy.cfg"
         self.cfg.write_text(replicas_script.render(f"127.0.0.1:{self.port}", [("127.0.0.1", p.port) for p in self.proxies], balance))
@@ -61,6 +63,16 @@ class Replicas:
         self.proxies[i].proc.send_signal(signal.SIGKILL)
         self.proxies[i].proc.wait(10)
         self.dead.add(i)
+
+    def wait_down(self, i: int, timeout: float = 20) -> None:
+        """Wait until HAProxy's health checks mark replica i DOWN (its log says so). Until then a
+        request hashed to it is redispatched to a survivor that may differ from the one the hash
+        picks afterwards: a session's requests can reach two survivors in that window."""
+        deadline = time.time() + timeout
+        needle = f"Server mcpx/mcpx{i} is DOWN"
+        while needle not in (self.workdir / "haproxy.log").read_text(errors="replace"):
+            assert time.time() < deadline, f"HAProxy did not mark mcpx{i} DOWN within {timeout} s"
+            time.sleep(0.05)
 
     def changes(self) -> list[dict]:
         return sorted((c for p in self.proxies for c in p.changes()), key=lambda c: c["time"])

@@ -153,13 +153,10 @@ def halves(result: Any) -> tuple[list[str], Any] | None:
 _NOT_JSON = object()
 
 
-#: the first characters of a text that may be JSON (:func:`_as_json`): ``{``, ``[`` and whitespace
-_MAY_OPEN = frozenset({"{", "["} | {chr(i) for i in range(0x110000) if chr(i).isspace()})
-
-
 def _as_json(text: str) -> Any:
     """The JSON value a text block holds (it starts with ``{`` or ``[``), else :data:`_NOT_JSON`."""
-    if text[:1] in _MAY_OPEN and text[:64].lstrip()[:1] in ("{", "["):
+    first = text[:1]  # a text that may be JSON starts with ``{``, ``[`` or whitespace
+    if (first in "{[" or first.isspace()) and text[:64].lstrip()[:1] in ("{", "["):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:

@@ -167,6 +167,8 @@ class Options:
         if hasattr(ctx.options, "web_columns") and not ctx.options.has_changed("web_columns") \
                 and "comment" not in ctx.options.web_columns:
             ctx.options.update(web_columns=[*ctx.options.web_columns, "comment"])
+        # the last start-up line: every addon's `running` hook has run (mitmproxy listens before them)
+        logger.info("mcpx ready")
 
     def _apply(self, s: Settings, updated: set[str]) -> None:
         """Copy the parsed settings onto the state (the log file is (re)opened only when it changed)."""
