@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+import mitmdump_fork
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ADDON = ROOT / "addon" / "mcpx.py"
 
@@ -70,8 +72,11 @@ class Proxy:
             if v is not None:  # None: not set (e.g. connection_strategy as the README's command line leaves it)
                 argv += ["--set", f"{k}={v}"]
         self._out = open(self.out_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(cwd or ROOT),
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if mitmdump is None and mitmdump_fork.ENABLED:  # this venv's mitmdump, forked with mitmproxy imported
+            self.proc = mitmdump_fork.spawn(argv, str(cwd or ROOT), env, self.out_path)
+        else:
+            self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, cwd=str(cwd or ROOT), env=env)
         self.url = f"http://127.0.0.1:{self.port}{path}"
         # the line that says it started; below info (e.g. termlog_verbosity=warn) none: a connection is
         self._ready = ("mcpx ready" if script else "listening at") if opts["termlog_verbosity"] in ("info", "debug") else None
