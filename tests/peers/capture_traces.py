@@ -30,6 +30,8 @@ sys.path.insert(0, str(HERE))
 import peers_lib as pl  # noqa: E402
 from proxy_lib import Proxy  # noqa: E402
 
+from mcpx_core.framing.sse import events_of, field_lines  # noqa: E402
+
 TRACES = HERE / "traces"
 TAP = HERE / "trace_tap.py"
 PIN = {"versionNegotiation": "pin:2026-07-28"}
@@ -131,22 +133,19 @@ class Normaliser:
             return self.text(text)
 
     def sse(self, raw: str) -> dict[str, Any]:
+        """One event the tap logged, framed by mcpx's SSE parser (``framing/sse.py``, ``events_of``)."""
         eol = "CRLF" if "\r\n" in raw else ("CR" if "\r" in raw else "LF")
         fields: dict[str, Any] = {}
         data: list[str] = []
         comments: list[str] = []
-        for line in re.split(r"\r\n|\r|\n", raw):
-            if not line:
-                continue
-            if line.startswith(":"):
-                comments.append(line)
-                continue
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "data":
-                data.append(value)
-            else:
-                fields[name] = value
+        for event in events_of(raw.encode("utf-8", "surrogatepass")):
+            for name, value in field_lines(event, "surrogatepass"):
+                if not name:
+                    comments.append(":" + value)
+                elif name != "data":
+                    fields[name] = value
+            if event.payload is not None:
+                data.append(event.payload.decode("utf-8", "surrogatepass"))
         ev: dict[str, Any] = dict(fields)
         if data:
             ev["data"] = self.body("\n".join(data))

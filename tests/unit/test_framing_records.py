@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mcpx_core.changes import FIELDS, RECORD, Change, ChangeLog
 from mcpx_core.framing import json_body
-from mcpx_core.framing.sse import SSEParser, json_values
+from mcpx_core.framing.sse import SSEParser, events_of, field_lines, json_values
 
 
 @settings(max_examples=300, deadline=None)
@@ -169,3 +169,24 @@ def test_an_event_whose_blank_line_ends_in_cr_at_a_chunk_end_is_not_held(chunks,
     assert [(e.raw, e.open_cr, e.crlf_rest) for e in got] == events
     assert parser.close() == ([], b"")
     assert [e.data for e in got if not e.crlf_rest] == [e.data for e in SSEParser().feed(b"".join(chunks))]
+
+
+def test_events_of_a_whole_body_keep_an_unterminated_last_event_and_drop_empty_ones():
+    """events_of (what the golden rendering and the trace capture read bodies with): the events in
+    order, a blank line with no line before it gives none, the bytes after the last blank line one
+    more event; a BOM is stripped only at the body's start."""
+    body = b"\xef\xbb\xbfid: 1\r\ndata: a\r\n\r\n\n\n: hi\rdata: b\rdata:c\r\rretry: 5\ndata"
+    assert [(e.raw, e.payload, e.last_id) for e in events_of(body)] == [
+        (b"\xef\xbb\xbfid: 1\r\ndata: a\r\n\r\n", b"a", "1"), (b": hi\rdata: b\rdata:c\r\r", b"b\nc", None),
+        (b"retry: 5\ndata\n\n", b"", None)]
+    assert events_of(b"") == [] and events_of(b"\n\r\n") == []
+    assert [e.raw for e in events_of(b"data: x\n")] == [b"data: x\n\n"]
+    assert [e.raw for e in events_of(b"\n\xef\xbb\xbfdata: x")] == [b"\xef\xbb\xbfdata: x\n\n"]  # (a field named BOM + data)
+    assert [e.payload for e in events_of(b"\n\xef\xbb\xbfdata: x")] == [None]
+
+
+def test_field_lines_name_and_value_each_line_of_an_event():
+    [ev] = events_of(b":  two spaces\nevent:  message\ndata\ndata: \xff\nid:1\nodd\n\n")
+    assert list(field_lines(ev)) == [("", "  two spaces"), ("event", " message"), ("data", ""), ("data", "\ufffd"),
+                                     ("id", "1"), ("odd", "")]
+    assert list(field_lines(ev, "surrogateescape"))[3] == ("data", "\udcff")

@@ -339,6 +339,28 @@ def _make_event(raw: bytes, spans: list[tuple[int, int, int]], term: bytes) -> E
                  terminator=term or b"\n")
 
 
+def events_of(body: bytes) -> list[Event]:
+    """The events of a whole body, in order, for reading one back (a recorded flow, a trace): the
+    bytes after its last blank line (an event the stream ended inside, which an SSE client never
+    dispatches) come out as one more event; a blank line with no line before it gives none."""
+    parser = SSEParser()
+    events = parser.feed(body)
+    more, tail = parser.close()
+    events += more
+    if tail:  # (the same parser, closed: read again as if a blank line ended it)
+        events += parser.feed(tail + b"\n\n")
+    return [ev for ev in events if ev.spans]
+
+
+def field_lines(event: Event, errors: str = "replace") -> Iterator[tuple[str, str]]:
+    """Each line of ``event`` as (field name, value), decoded from UTF-8 with ``errors``: a field's
+    value without the one space after its colon (WHATWG HTML 9.2.6), a comment line's name ``""``
+    and its value all that follows the colon. The data lines too: their joined value is ``payload``."""
+    for line, _ in event.lines:
+        name, _, value = line.decode("utf-8", errors).partition(":")
+        yield name, value[1:] if name and value[:1] == " " else value
+
+
 def json_values(events: Iterable[Event]) -> Iterator[Any]:
     """The JSON value of each event's data, in order: events without data, blank ones (priming,
     keep-alive) and data that is not JSON are skipped. A JSON-RPC batch comes out as one list."""

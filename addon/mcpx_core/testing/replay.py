@@ -25,6 +25,8 @@ from typing import Any
 from mitmproxy import exceptions, http, io
 from mitmproxy.test import taddons
 
+from ..framing.sse import events_of, field_lines
+
 #: change record fields that differ from run to run
 VOLATILE = ("time", "flow")
 
@@ -69,28 +71,19 @@ def replay(path: str | os.PathLike, options: dict[str, Any] | None = None) -> li
 # -- golden rendering --------------------------------------------------------------------------
 def sse_events(body: bytes) -> list[dict[str, Any]]:
     """A text/event-stream body as a list of events ({"event", "id", "retry", "data"}, the
-    fields present); ``data`` is parsed JSON where it is JSON. Standard library only, on
-    purpose independent of mcpx's own SSE parser."""
-    text = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    fields present, and "comments"); ``data`` is parsed JSON where it is JSON. The events and their
+    lines are mcpx's SSE framing's (:func:`mcpx_core.framing.sse.events_of`: an unterminated last
+    event included); the bytes are pinned apart from it (``sha256``)."""
     events = []
-    for block in text.split("\n\n"):
-        if not block.strip("\n"):
-            continue
+    for event in events_of(body):
         ev: dict[str, Any] = {}
-        data: list[str] = []
-        for line in block.split("\n"):
-            if not line or line.startswith(":"):
-                if line.startswith(":"):
-                    ev.setdefault("comments", []).append(line[1:].lstrip(" "))
-                continue
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "data":
-                data.append(value)
-            else:
+        for name, value in field_lines(event):
+            if not name:
+                ev.setdefault("comments", []).append(value.lstrip(" "))
+            elif name != "data":
                 ev[name] = value
-        if data:
-            ev["data"] = _json_or_text("\n".join(data))
+        if event.payload is not None:
+            ev["data"] = _json_or_text(event.payload.decode("utf-8", "replace"))
         events.append(ev)
     return events
 

@@ -36,9 +36,10 @@ from ...changes import Change
 from ...downgrade import classify
 from ...framing import json_body
 from ...framing.sse import SSEParser, json_values
+from ...lifecycle import Lifecycle
 from .. import Answer, Upstream
 from .shared import LATEST, EMBEDDED, STATE_PREFIX, CAPABILITY, _declares, logger, timing
-from .lifecycle import SE, TE
+from .lifecycle import GE, SE, TE, get_lifecycle
 
 
 @dataclass
@@ -54,8 +55,8 @@ class Subscriber:
 class Inbox:
     """The upstream session's GET stream and what it carries that waits for the client."""
 
-    #: "closed" (none open), "opening" (sent, no byte yet), "open" (streaming)
-    state: str = "closed"
+    #: closed (none open), opening (sent, no byte yet), open (streaming): :data:`.lifecycle.GET_TABLE`
+    life: Lifecycle = field(default_factory=get_lifecycle)
     flow_id: str = ""
     task: asyncio.Task | None = None
     parser: SSEParser = field(default_factory=SSEParser)
@@ -85,16 +86,17 @@ class SessionStreams:
     def _open_get(self, up, upstream: Upstream) -> None:
         """Open ``up``'s GET stream unless one is open or being opened (in the background)."""
         box = up.inbox
-        if box.state != "closed":
+        if not box.life.can(GE.OPEN):
             return
-        box.state, box.parser = "opening", SSEParser()
+        box.life.fire(GE.OPEN)
+        box.parser = SSEParser()
 
         def on_chunk(chunk: bytes) -> None:
-            box.state = "open" if chunk else "closed"
+            box.life.fire(GE.CHUNK if chunk else GE.END)
             self._get_chunk(up, upstream, chunk)
 
         def on_broken(why: str) -> None:
-            box.state = "closed"
+            box.life.fire(GE.END)
             self._get_broken(up, f"the server's GET stream broke off ({why})")
 
         async def run() -> None:
@@ -107,12 +109,12 @@ class SessionStreams:
             except asyncio.CancelledError:
                 raise
             except Exception as e:
-                box.state = "closed"
+                box.life.fire(GE.END)
                 self._get_broken(up, f"the server's GET stream failed: {e}")
                 return
             box.flow_id = reply.flow_id
             if not reply.headers.get("content-type", "").startswith("text/event-stream"):
-                box.state = "closed"
+                box.life.fire(GE.END)
                 self._get_broken(up, f"the server's GET stream answered HTTP {reply.status}")
 
         box.task = asyncio.get_running_loop().create_task(run())
@@ -128,7 +130,8 @@ class SessionStreams:
                 (upstream or up.upstream).abort(box.flow_id)
             except Exception as e:  # never end the expiry loop
                 logger.info(f"mcpx: ending an upstream GET stream: {type(e).__name__}: {e}")
-        box.state, box.pending = "closed", []
+        box.life.fire(GE.END)
+        box.pending = []
 
     def _get_chunk(self, up, upstream: Upstream, chunk: bytes) -> None:
         box = up.inbox

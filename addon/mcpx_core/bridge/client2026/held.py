@@ -13,7 +13,7 @@ from ...framing import json_body
 from .. import Answer, Upstream
 from .shared import NAME, LATEST, EMBEDDED, _log_wanted, _declares, logger, timing
 from .sessions import Upstream2026Session
-from .lifecycle import Lifecycle, STREAM_ENDS, SE, TE, TS, stream_lifecycle, trip_lifecycle
+from .lifecycle import STREAM_ENDS, SE, TE, TS, TolerantLifecycle, stream_lifecycle, trip_lifecycle
 
 
 @dataclass
@@ -49,8 +49,8 @@ class Held:
     #: a ``passthrough`` record on the client's exchange, for a transition the tables refuse (a bug)
     record: Callable[[str], None] | None = None
     #: the upstream stream's lifecycle and the client round trip's (:mod:`.lifecycle`)
-    stream: Lifecycle = field(init=False)
-    trip: Lifecycle = field(init=False)
+    stream: TolerantLifecycle = field(init=False)
+    trip: TolerantLifecycle = field(init=False)
 
     def __post_init__(self) -> None:
         self.stream = stream_lifecycle(self._refused)

@@ -1,5 +1,5 @@
 """A held call's two lifecycles, as tables of states and the events that move between them (the way
-h11's ``_state.py`` writes a connection's), checked in one place: :meth:`Lifecycle.fire`. No IO:
+h11's ``_state.py`` writes a connection's), checked in one place: :meth:`TolerantLifecycle.fire`. No IO:
 :class:`~.held.Held` carries one of each, the bridge fires the events as the call goes, and
 ``tests/unit/test_client2026_lifecycle.py`` drives the tables by events alone.
 
@@ -31,13 +31,18 @@ GET's (SSE polling, 2025-11-25 basic/transports.mdx:107-115, ``TR-sse-priming-po
   no message for ``CALL_IDLE``): its stream is not resumed.
 - ``FAILED``: sending the call raised (or was cancelled): the client's flow gets that error.
 
-An event that comes late to an end state (listed in ``LATE``: the close of a stream that already
-ended, the -32603 of a call forgotten for ``CALL_IDLE``) changes nothing and :meth:`Lifecycle.fire`
+An event that comes late to an end state (a late event of its table: the close of a stream that already
+ended, the -32603 of a call forgotten for ``CALL_IDLE``) changes nothing and :meth:`TolerantLifecycle.fire`
 returns False: the caller does nothing more for it. Any other pair is a bug, and a bug must never
-lose a message: :meth:`Lifecycle.fire` keeps the state, logs a warning, hands the same line to
+lose a message: :meth:`TolerantLifecycle.fire` keeps the state, logs a warning, hands the same line to
 ``on_refused`` (the bridge makes it a ``passthrough`` record on the client's exchange) and returns
 True, so the caller carries on as the event says and the message it carries goes where it would
 have. It never raises into a hook.
+
+**The upstream session's GET stream** (:class:`GetState`, :class:`~.get_stream.Inbox`): ``CLOSED``
+(none open), ``OPENING`` (sent, no byte yet), ``OPEN`` (streaming); opened only when closed.
+
+Each table is a :class:`~mcpx_core.lifecycle.Table`, checked at import.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from __future__ import annotations
 import enum
 from typing import Callable
 
+from ...lifecycle import Lifecycle as StrictLifecycle, LifecycleError, Table
 from .shared import NAME, logger
 
 
@@ -102,12 +108,28 @@ class TripEvent(enum.Enum):
     FAIL = "fail"
 
 
-SS, SE, TS, TE = StreamState, StreamEvent, TripState, TripEvent
+class GetState(enum.Enum):
+    CLOSED = "closed"
+    OPENING = "opening"
+    OPEN = "open"
+
+
+class GetEvent(enum.Enum):
+    #: mcpx sends the GET
+    OPEN = "open"
+    #: bytes of the stream came
+    CHUNK = "chunk"
+    #: it ended: the server closed it, it broke off or failed, it was answered without a stream,
+    #: or mcpx ended it
+    END = "end"
+
+
+SS, SE, TS, TE, GS, GE = StreamState, StreamEvent, TripState, TripEvent, GetState, GetEvent
 STREAM_ENDS = (SS.ENDED, SS.UNDECODABLE)
 TRIP_ENDS = (TS.ANSWERED, TS.RESENT, TS.FORGOTTEN, TS.FAILED)
 
-#: (state, event) -> next state, of the upstream stream
-STREAM: dict[tuple[StreamState, StreamEvent], StreamState] = {
+#: the upstream stream's table
+STREAM_TABLE: Table[StreamState, StreamEvent] = Table("the call's upstream stream", StreamState, StreamEvent, {
     (SS.STREAMING, SE.RESPONSE): SS.RESPONDED,
     (SS.RESPONDED, SE.RESPONSE): SS.RESPONDED,  # (a server that sends it twice: both read)
     (SS.STREAMING, SE.END): SS.ENDED,
@@ -121,12 +143,14 @@ STREAM: dict[tuple[StreamState, StreamEvent], StreamState] = {
     (SS.RESUMING, SE.UNDECODABLE): SS.UNDECODABLE,
     (SS.STREAMING, SE.STOP): SS.ENDED,
     (SS.RESUMING, SE.STOP): SS.ENDED,
-}
-#: events that come late to an ended stream: they change nothing
-STREAM_LATE = frozenset({(end, ev) for end in STREAM_ENDS for ev in (SE.RESPONSE, SE.END, SE.FAIL, SE.STOP, SE.UNDECODABLE)})
+}, ended=STREAM_ENDS, late=(SE.RESPONSE, SE.END, SE.FAIL, SE.STOP, SE.UNDECODABLE))
+#: (state, event) -> next state, of the upstream stream; and the events that come late to an ended
+#: stream (they change nothing)
+STREAM, STREAM_LATE = STREAM_TABLE.moves, STREAM_TABLE.absorbed
 
-#: (state, event) -> next state, of the client's round trip
-TRIP: dict[tuple[TripState, TripEvent], TripState] = {
+#: the client round trip's table; the -32603 of a call that idled for CALL_IDLE is the late ANSWER
+#: of a FORGOTTEN one
+TRIP_TABLE: Table[TripState, TripEvent] = Table("the client's round trip", TripState, TripEvent, {
     (TS.CALLING, TE.ASK): TS.HELD,
     (TS.RETRIED, TE.ASK): TS.HELD,
     (TS.CALLING, TE.ASK_REPLAY): TS.REPLAY,
@@ -141,50 +165,60 @@ TRIP: dict[tuple[TripState, TripEvent], TripState] = {
     (TS.RETRIED, TE.STOP): TS.FORGOTTEN,  # CALL_IDLE
     (TS.HELD, TE.STOP): TS.FORGOTTEN,  # HELD_TTL
     (TS.REPLAY, TE.STOP): TS.FORGOTTEN,  # HELD_TTL
-}
-#: events that come late to an ended round trip: they change nothing (the -32603 of a call that
-#: idled for CALL_IDLE is the ANSWER of a FORGOTTEN one)
-TRIP_LATE = frozenset({(end, ev) for end in TRIP_ENDS for ev in (TE.ANSWER, TE.STOP)})
+}, ended=TRIP_ENDS, late=(TE.ANSWER, TE.STOP))
+TRIP, TRIP_LATE = TRIP_TABLE.moves, TRIP_TABLE.absorbed
+
+#: the upstream session's GET stream (:class:`~.get_stream.Inbox`): opened only when closed; a
+#: chunk or its end may come in any state (a chunk already on its way when mcpx ended it)
+GET_TABLE: Table[GetState, GetEvent] = Table("the upstream session's GET stream", GetState, GetEvent, {
+    (GS.CLOSED, GE.OPEN): GS.OPENING,
+    **{(s, GE.CHUNK): GS.OPEN for s in GS},
+    **{(s, GE.END): GS.CLOSED for s in GS},
+})
 
 
-class Lifecycle:
-    """One state of one table; :meth:`fire` is the only place it changes."""
+class TolerantLifecycle(StrictLifecycle):
+    """A lifecycle whose :meth:`fire` never raises: a pair the table lacks keeps the state and says so."""
 
-    __slots__ = ("name", "state", "table", "late", "on_refused")
+    __slots__ = ("on_refused",)
 
-    def __init__(self, name: str, state: enum.Enum, table: dict, late: frozenset,
-                 on_refused: Callable[[str], None] | None = None) -> None:
-        self.name, self.state, self.table, self.late, self.on_refused = name, state, table, late, on_refused
+    def __init__(self, table: Table, on_refused: Callable[[str], None] | None = None) -> None:
+        super().__init__(table)
+        self.on_refused = on_refused
 
-    def fire(self, event: enum.Enum) -> bool:
+    def fire(self, event: enum.Enum) -> bool:  # type: ignore[override]
         """Move on ``event``. False: a late event (nothing changes, nothing more to do); True: the
         state moved, or the pair is not in the table (a bug: the state kept, one warning line and
         ``on_refused``), and the caller carries on as the event says."""
-        nxt = self.table.get((self.state, event))
-        if nxt is not None:
-            self.state = nxt
-            return True
-        if (self.state, event) in self.late:
+        if self.late(event):
             return False
-        detail = (f"{self.name} in state {self.state.value}: no transition on {event.value} (a bug in mcpx): "
-                  "the state is kept and the message goes on")
-        logger.warning(f"mcpx: {NAME}: {detail}")
-        if self.on_refused is not None:
-            try:
-                self.on_refused(detail)
-            except Exception as e:  # (a record that fails never stops the message)
-                logger.warning(f"mcpx: {NAME}: recording a refused transition failed: {type(e).__name__}: {e}")
+        try:
+            super().fire(event)
+        except LifecycleError:
+            detail = (f"{self.name} in state {self.state.value}: no transition on {event.value} (a bug in mcpx): "
+                      "the state is kept and the message goes on")
+            logger.warning(f"mcpx: {NAME}: {detail}")
+            if self.on_refused is not None:
+                try:
+                    self.on_refused(detail)
+                except Exception as e:  # (a record that fails never stops the message)
+                    logger.warning(f"mcpx: {NAME}: recording a refused transition failed: {type(e).__name__}: {e}")
         return True
 
     @property
     def over(self) -> bool:
-        """Whether the state is one the table's late events go to (an end state)."""
-        return any(st is self.state for st, _ in self.late)
+        """Whether the state is an end state (one the table's late events go to)."""
+        return self.ended
 
 
-def stream_lifecycle(on_refused: Callable[[str], None] | None = None) -> Lifecycle:
-    return Lifecycle("the call's upstream stream", SS.STREAMING, STREAM, STREAM_LATE, on_refused)
+def stream_lifecycle(on_refused: Callable[[str], None] | None = None) -> TolerantLifecycle:
+    return TolerantLifecycle(STREAM_TABLE, on_refused)
 
 
-def trip_lifecycle(on_refused: Callable[[str], None] | None = None) -> Lifecycle:
-    return Lifecycle("the client's round trip", TS.CALLING, TRIP, TRIP_LATE, on_refused)
+def trip_lifecycle(on_refused: Callable[[str], None] | None = None) -> TolerantLifecycle:
+    return TolerantLifecycle(TRIP_TABLE, on_refused)
+
+
+def get_lifecycle() -> StrictLifecycle:
+    """The GET stream's lifecycle: every pair it is fired with is in its table."""
+    return StrictLifecycle(GET_TABLE)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import enum
 
+from ...lifecycle import Lifecycle, LifecycleError, Table
+
 
 class CallState(enum.Enum):
     NEW = "new"
@@ -52,10 +54,15 @@ class CallEvent(enum.Enum):
 
 
 S, E = CallState, CallEvent
-_ENDED = (S.ANSWERED, S.FINISHED, S.CANCELLED)
 
-#: (state, event) -> next state
-TRANSITIONS: dict[tuple[CallState, CallEvent], CallState] = {
+
+class CallStateError(LifecycleError):
+    """An event the table has no transition for in the call's state."""
+
+
+#: the call's table: ``ANSWERED``, ``FINISHED`` and ``CANCELLED`` end it and absorb a late
+#: ``ANSWER``, ``FINAL`` or ``CANCEL``
+TABLE: Table[CallState, CallEvent] = Table("call", CallState, CallEvent, {
     (S.NEW, E.BEGIN): S.WAITING,
     (S.WAITING, E.STREAM): S.STREAMING,
     (S.WAITING, E.ANSWER): S.ANSWERED,
@@ -66,32 +73,15 @@ TRANSITIONS: dict[tuple[CallState, CallEvent], CallState] = {
     (S.INPUT, E.ANSWERS): S.STREAMING,
     (S.INPUT, E.FINAL): S.FINISHED,
     (S.INPUT, E.CANCEL): S.CANCELLED,
-    # late events: an ended call stays ended
-    **{(end, ev): end for end in _ENDED for ev in (E.ANSWER, E.FINAL, E.CANCEL)},
-}
+}, ended=(S.ANSWERED, S.FINISHED, S.CANCELLED), late=(E.ANSWER, E.FINAL, E.CANCEL), error=CallStateError)
+#: (state, event) -> next state, the late events included
+TRANSITIONS = TABLE.transitions
 
 
-class CallStateError(Exception):
-    """An event the table has no transition for in the call's state."""
+class CallLifecycle(Lifecycle[CallState, CallEvent]):
+    """One call's state; :meth:`fire` (returns the state before) is the only place it changes."""
 
-
-class CallLifecycle:
-    """One call's state; :meth:`fire` is the only place it changes."""
-
-    __slots__ = ("state",)
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self.state = CallState.NEW
-
-    def fire(self, event: CallEvent) -> CallState:
-        """Move on ``event``; returns the state it was in before."""
-        before = self.state
-        nxt = TRANSITIONS.get((before, event))
-        if nxt is None:
-            raise CallStateError(f"call in state {before.value}: no transition on {event.value}")
-        self.state = nxt
-        return before
-
-    @property
-    def ended(self) -> bool:
-        return self.state in _ENDED
+        super().__init__(TABLE)

@@ -17,11 +17,14 @@ States, for one client stream (``GET <sse url>`` that mcpx serves):
 
 ``CLOSED`` ends the session: an event that comes late to it (a leg's answer after the client
 left) changes nothing. Any other pair the table lacks is a bug and raises :class:`TransportStateError`.
+The table is a :class:`~mcpx_core.lifecycle.Table`, checked at import.
 """
 
 from __future__ import annotations
 
 import enum
+
+from ...lifecycle import Lifecycle, LifecycleError, Table
 
 
 class TransportState(enum.Enum):
@@ -49,8 +52,13 @@ class TransportEvent(enum.Enum):
 
 S, E = TransportState, TransportEvent
 
-#: (state, event) -> next state
-TRANSITIONS: dict[tuple[TransportState, TransportEvent], TransportState] = {
+
+class TransportStateError(LifecycleError, RuntimeError):
+    """An event the current state cannot take (a bug in the IO adapter, never a peer's doing)."""
+
+
+#: the session's table: ``CLOSE`` ends every state, and ``CLOSED`` absorbs every event
+TABLE: Table[TransportState, TransportEvent] = Table("HTTP+SSE transport", TransportState, TransportEvent, {
     (S.OPEN, E.INITIALIZE): S.INITIALIZING,
     (S.INITIALIZING, E.SESSION): S.READY,
     (S.INITIALIZING, E.REFUSED): S.OPEN,
@@ -58,32 +66,22 @@ TRANSITIONS: dict[tuple[TransportState, TransportEvent], TransportState] = {
     (S.READY, E.LISTEN): S.LISTENING,
     (S.LISTENING, E.UNLISTEN): S.READY,
     (S.LISTENING, E.INITIALIZE): S.INITIALIZING,
-    **{(s, E.CLOSE): S.CLOSED for s in S},
-    **{(S.CLOSED, e): S.CLOSED for e in E},
-}
+    **{(s, E.CLOSE): S.CLOSED for s in S if s is not S.CLOSED},
+}, ended=(S.CLOSED,), late=E, error=TransportStateError)
+#: (state, event) -> next state, the late events included
+TRANSITIONS = TABLE.transitions
 
 
-class TransportStateError(RuntimeError):
-    """An event the current state cannot take (a bug in the IO adapter, never a peer's doing)."""
+class TransportLifecycle(Lifecycle[TransportState, TransportEvent]):
+    """The state of one transport session; :meth:`fire` moves it by the table (returns the state
+    after), :attr:`history` keeps every move."""
 
-
-class TransportLifecycle:
-    """The state of one transport session; :meth:`fire` moves it by the table."""
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self.state = S.OPEN
-        self.history: list[tuple[TransportState, TransportEvent, TransportState]] = []
+        super().__init__(TABLE, history=True)
 
-    def fire(self, event: TransportEvent) -> TransportState:
-        nxt = TRANSITIONS.get((self.state, event))
-        if nxt is None:
-            raise TransportStateError(f"HTTP+SSE transport: {event.value} in state {self.state.value}")
-        self.history.append((self.state, event, nxt))
-        self.state = nxt
-        return nxt
-
-    def can(self, event: TransportEvent) -> bool:
-        return (self.state, event) in TRANSITIONS
+    fire = Lifecycle.to
 
     @property
     def ready(self) -> bool:

@@ -14,12 +14,15 @@ States, for one client session (mcpx mints its ``Mcp-Session-Id``):
 - ``CLOSED``: the client's ``DELETE``, idle expiry or mcpx's shutdown ended the upstream stream.
 
 ``BROKEN`` and ``CLOSED`` end the session: late events change nothing. Any other pair the table
-lacks is a bug and raises :class:`UpstreamStateError`.
+lacks is a bug and raises :class:`UpstreamStateError`. The table is a
+:class:`~mcpx_core.lifecycle.Table`, checked at import.
 """
 
 from __future__ import annotations
 
 import enum
+
+from ...lifecycle import Lifecycle, LifecycleError, Table
 
 
 class UpstreamState(enum.Enum):
@@ -49,37 +52,34 @@ class UpstreamEvent(enum.Enum):
 S, E = UpstreamState, UpstreamEvent
 ENDED = (S.BROKEN, S.CLOSED)
 
-#: (state, event) -> next state
-TRANSITIONS: dict[tuple[UpstreamState, UpstreamEvent], UpstreamState] = {
+
+class UpstreamStateError(LifecycleError, RuntimeError):
+    """An event the current state cannot take (a bug in the IO adapter, never a peer's doing)."""
+
+
+#: the session's table: ``BREAK`` and ``CLOSE`` end every live state; an ended one absorbs every event
+TABLE: Table[UpstreamState, UpstreamEvent] = Table("upstream HTTP+SSE", UpstreamState, UpstreamEvent, {
     (S.CONNECTING, E.ENDPOINT): S.OPEN,
     (S.OPEN, E.INITIALIZE): S.INITIALIZING,
     (S.INITIALIZING, E.INITIALIZED): S.READY,
     (S.INITIALIZING, E.REFUSED): S.OPEN,
     **{(s, E.BREAK): S.BROKEN for s in S if s not in ENDED},
     **{(s, E.CLOSE): S.CLOSED for s in S if s not in ENDED},
-    **{(s, e): s for s in ENDED for e in E},
-}
+}, ended=ENDED, late=E, error=UpstreamStateError)
+#: (state, event) -> next state, the late events included
+TRANSITIONS = TABLE.transitions
 
 
-class UpstreamStateError(RuntimeError):
-    """An event the current state cannot take (a bug in the IO adapter, never a peer's doing)."""
+class UpstreamLifecycle(Lifecycle[UpstreamState, UpstreamEvent]):
+    """The state of one upstream HTTP+SSE session; :meth:`fire` moves it by the table (returns the
+    state after), :attr:`history` keeps every move."""
 
+    __slots__ = ()
 
-class UpstreamLifecycle:
     def __init__(self) -> None:
-        self.state = S.CONNECTING
-        self.history: list[tuple[UpstreamState, UpstreamEvent, UpstreamState]] = []
+        super().__init__(TABLE, history=True)
 
-    def fire(self, event: UpstreamEvent) -> UpstreamState:
-        nxt = TRANSITIONS.get((self.state, event))
-        if nxt is None:
-            raise UpstreamStateError(f"upstream HTTP+SSE: {event.value} in state {self.state.value}")
-        self.history.append((self.state, event, nxt))
-        self.state = nxt
-        return nxt
-
-    def can(self, event: UpstreamEvent) -> bool:
-        return (self.state, event) in TRANSITIONS
+    fire = Lifecycle.to
 
     @property
     def ready(self) -> bool:
