@@ -1,6 +1,7 @@
-"""The probe's verdict cache (addon/mcpx_core/transport/upstream_sse/verdicts.py): per origin and
-path, bounded, least recently used first out; a server that is not HTTP+SSE costs one probe per
-path (2025-03-26 transports "Backwards compatibility")."""
+"""The upstream HTTP+SSE stage's adapter decisions, sans-IO: the probe's verdict cache
+(addon/mcpx_core/transport/upstream_sse/verdicts.py: per origin and path, bounded, least recently used
+first out; a server that is not HTTP+SSE costs one probe per path, 2025-03-26 transports "Backwards
+compatibility") and the answer to a client POST (wire.answer, 2025-03-26 "Streamable HTTP" 2.1.5)."""
 from __future__ import annotations
 
 import pytest
@@ -45,3 +46,16 @@ def test_the_cache_is_bounded_least_recently_used_out():
     assert VERDICT_LIMIT == 1024
     with pytest.raises(ValueError, match="limit must be at least 1"):
         Verdicts(limit=0)
+
+
+def test_the_answer_to_a_client_post_json_or_sse():
+    from mcpx_core.transport.upstream_sse.router import Router
+    r = Router()
+    p = r.register({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "t", "_meta": {"progressToken": "k"}}}, sse=True)
+    r.route({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "k", "progress": 1}})
+    r.route({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})
+    assert wire.answer(p.out, True) == ("text/event-stream",
+        b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"k",'
+        b'"progress":1}}\n\nevent: message\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n\n')
+    assert wire.answer(p.out, False) == ("application/json", b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}')
