@@ -9,7 +9,8 @@ POST from the stream's messages that belong to it.
 
 Modules: :mod:`.wire` (sans-IO: which refusals of a POST mean an HTTP+SSE-only server, which path
 is probed, the ``endpoint`` URL as the SDKs resolve it), :mod:`.router` (sans-IO: which stream each
-upstream message goes to, and in what order), :mod:`.lifecycle` (the upstream session's states,
+upstream message goes to, and in what order), :mod:`.verdicts` (sans-IO: the probe's verdict per
+origin and path, bounded), :mod:`.lifecycle` (the upstream session's states,
 one table). The IO adapter and its hook are not built yet (docs/transports.md).
 """
 

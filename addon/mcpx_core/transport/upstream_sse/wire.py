@@ -1,6 +1,6 @@
 """The upstream HTTP+SSE transport's wire, sans-IO: which refusal of a client's POST marks an
-HTTP+SSE-only server, which path mcpx probes with a GET, and the ``endpoint`` URL as the SDKs
-resolve it.
+HTTP+SSE-only server, which path mcpx probes with a GET, the ``endpoint`` URL as the SDKs
+resolve it, and the body that answers a client's POST.
 
 Sources: schema/2024-11-05 transports "HTTP with SSE" (the first event is ``endpoint``, its data a
 URI the client POSTs to); 2025-03-26 transports "Backwards compatibility" (a client whose POST gets
@@ -90,3 +90,14 @@ class Probe:
             self.verdict, self.endpoint = url is not None, url
             break
         return self.verdict
+
+
+def answer(messages: list[dict], sse: bool) -> tuple[str, bytes]:
+    """The client POST's answer (content type, body) from its finished :class:`.router.Pending`
+    ``out`` (companions in arrival order, then the final answer last): the final answer alone as
+    ``application/json``, or every message as one ``event: message`` each on ``text/event-stream``
+    when the client accepts it (2025-03-26 transports "Streamable HTTP" 2.1.5)."""
+    import orjson
+    if not sse:
+        return "application/json", orjson.dumps(messages[-1])
+    return "text/event-stream", b"".join(b"event: message\ndata: " + orjson.dumps(m) + b"\n\n" for m in messages)
