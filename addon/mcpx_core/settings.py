@@ -186,7 +186,7 @@ class Settings(BaseModel):
 
     Units: ``max_body`` and ``keep_original`` in bytes, ``session_ttl`` in seconds (float),
     ``max_sessions`` a count, ``pin`` {clientInfo.name: revision}, ``session_keys`` key file paths.
-    ``record_lines``, ``bridge``, ``repair``, ``audit`` and ``auth`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
+    ``record_lines``, ``bridge``, ``repair``, ``audit``, ``check_references`` and ``auth`` are ``bool`` options for mitmproxy too (``--set mcpx_bridge=false``; its
     ``--set`` text is checked by the addon before mitmproxy converts it).
     Defaults are written as typed; the model validates them (``validate_default``)."""
 
@@ -260,9 +260,10 @@ class Settings(BaseModel):
         "Audit tool results that carry both content and structuredContent: record (action 'audit') what one "
         "half carries that the other lacks. Changes nothing.")
     check_references: bool = _opt(
-        False, "bool", "true",
-        "Do not deliver to a strict client a notifications/progress or notifications/cancelled, on the answer to its "
-        "request, that names a progress token or request id it never sent (a drop-message record each). Off by default.")
+        True, "bool", "false",
+        "Do not deliver to a strict client, on the answer to its request, a notifications/progress naming a progress "
+        "token it never sent, or a notifications/cancelled naming a request id the server never sent (a drop-message "
+        "record each). Off: delivered.")
     auth: bool = _opt(
         True, "bool", "false",
         "Bridge OAuth discovery between revisions at the MCP origin: serve a 2025-03-26 client the metadata of the "

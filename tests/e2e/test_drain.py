@@ -66,7 +66,7 @@ def _health(address: str) -> int:
 def _start_call(px: Proxy, session: str, steps: int) -> http.client.HTTPResponse:
     conn = http.client.HTTPConnection("127.0.0.1", px.port, timeout=10)
     conn.request("POST", "/mcp", orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                                               "params": {"name": "slow", "arguments": {"steps": steps}}}),
+                                               "params": {"name": "slow", "arguments": {"steps": steps}, "_meta": {"progressToken": 7}}}),
                  {"content-type": "application/json", "accept": "application/json, text/event-stream", "mcp-session-id": session})
     r = conn.getresponse()
     assert r.status == 200 and r.headers["content-type"] == "text/event-stream"

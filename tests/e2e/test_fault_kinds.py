@@ -4,9 +4,11 @@ the README's command line:
 - a server that speaks only 2026-07-28 answers a missing resource with the legacy -32002: the
   2026-07-28 client gets -32602 (docs/specification/2026-07-28/server/resources.mdx:405), one
   ``rewrite`` record, everything else byte for byte;
-- a 2025-06-18 server that invents its own progress token on a call (and cancels a request the
-  client never sent): the strict client gets neither notification, only its result, with one
-  ``drop-message`` record each; the notification with the client's own token reaches it.
+- a 2025-06-18 server that invents its own progress token on a call, and cancels a request it
+  never sent (99, and the client's own call): with the README's command line (mcpx_check_references
+  on by default) the strict client gets none of them, with one ``drop-message`` record each; the
+  progress with the client's own token (as sent, and as the string ``"40"`` the TypeScript SDK
+  routes by ``Number(token)``), and the cancellation of the server's own ``ping``, reach it.
 """
 from __future__ import annotations
 
@@ -65,10 +67,26 @@ def test_a_2026_server_s_retired_code_reaches_a_2026_client_as_its_replacement(o
                         "2026-07-28", "2026-07-28")]
 
 
+def _progress(token, n: int) -> dict:
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": n}}
+
+
+def _cancelled(rid) -> dict:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
+
+
+PING = {"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"}
+RESULT = {"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "done"}]}}
+#: what the server streams on the client's call 4 (token 40)
+STREAM = (_progress(40, 1), _progress("40", 2), _progress("srv-7", 3), _cancelled(99), _cancelled(4), PING,
+          _cancelled("srv-ping"), RESULT)
+
+
 class InventsTokens(ScriptedMcpHandler):
-    """A 2025-06-18 server whose tools/call answers on SSE: progress with the client's token, progress
-    with a token of its own ("srv-7", the bug), a cancellation of request 99 (never sent by the
-    client), then the result. Only the notifications are what the test is about."""
+    """A 2025-06-18 server whose tools/call answers on SSE: progress with the client's token (as sent,
+    then as a string), progress with a token of its own ("srv-7", the bug), a cancellation of request
+    99 (which it never sent) and of the client's call (which it cannot cancel), a ping of its own and
+    its cancellation, then the result. Only the notifications are what the test is about."""
 
     REVISION = "2025-06-18"
     seen: list = []
@@ -77,12 +95,8 @@ class InventsTokens(ScriptedMcpHandler):
         InventsTokens.seen.append(body)
         if "id" not in body:
             return self.send_accepted()
-        token = body["params"]["_meta"]["progressToken"]
         self.start_sse()
-        for msg in ({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1}},
-                    {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "srv-7", "progress": 1}},
-                    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
-                    {"jsonrpc": "2.0", "id": body["id"], "result": {"content": [{"type": "text", "text": "done"}]}}):
+        for msg in (*STREAM[:-1], {**STREAM[-1], "id": body["id"]}):
             self.chunk(b"event: message\ndata: " + orjson.dumps(msg) + b"\n\n")
         self.chunk(b"")
 
@@ -92,22 +106,25 @@ def invents():
     yield from serve(InventsTokens, "seen")
 
 
-def test_notifications_naming_what_the_client_never_sent_are_not_delivered(invents, tmp_path):
-    with Proxy(f"http://127.0.0.1:{invents}", tmp_path, options={**README, "mcpx_check_references": "true"}) as px:
+def test_notifications_naming_what_the_client_cannot_route_are_not_delivered(invents, tmp_path):
+    with Proxy(f"http://127.0.0.1:{invents}", tmp_path, options=README) as px:
         client = Client(px.port)
         client.initialize("2025-06-18")
         call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": 40}}}
         status, headers, body = client.post(call)
         client.close()
         records = [(c["direction"], c["action"], c["rule"], c["method"], c["detail"]) for c in px.changes()]
+    assert client.session.startswith("mcpx1.")  # a session sealed by this process is judged by it
     assert InventsTokens.seen[-1] == call
     assert status == 200
     assert [orjson.loads(e["data"]) for e in sse_events(body) if e["data"]] == [
-        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 40, "progress": 1}},
-        {"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "done"}]}}]
+        _progress(40, 1), _progress("40", 2), PING, _cancelled("srv-ping"), RESULT]
+    strict = "not delivered (mcpx_policy=strict)"
     assert records == [
         ("s2c", "drop-message", "PROG-token-unknown", "notifications/progress",
-         'notifications/progress names a progressToken "srv-7" that no request of the receiver carried: not delivered (mcpx_policy=strict)'),
+         f'notifications/progress names a progressToken "srv-7" that no request of the receiver carried: {strict}'),
         ("s2c", "drop-message", "CANCEL-request-unknown", "notifications/cancelled",
-         "notifications/cancelled names a requestId 99 of a request the receiver never sent: not delivered (mcpx_policy=strict)"),
+         f"notifications/cancelled names a requestId 99 of no request the server sent: {strict}"),
+        ("s2c", "drop-message", "CANCEL-request-unknown", "notifications/cancelled",
+         f"notifications/cancelled names a requestId 4 of no request the server sent: {strict}"),
     ]

@@ -83,7 +83,7 @@ def test_a_chunk_that_inflates_past_max_body_delivers_the_events_before_and_stop
             c = Client(px.port)
             c.initialize(REV)
             before = peak_rss(px.proc.pid)
-            status, headers, got = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+            status, headers, got = c.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {}, "_meta": {"progressToken": "t"}}})
             assert (status, headers["content-type"], "content-encoding" in headers, got) == (200, "text/event-stream", False, PROGRESS)
             # the connection is intact: the next answer arrives whole
             assert c.rpc({"jsonrpc": "2.0", "id": 2, "method": "ping"})[2] == [{"jsonrpc": "2.0", "id": 2, "result": {}}]

@@ -89,7 +89,10 @@ def server():
 
 
 def call(rid, name) -> dict:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+    params: dict = {"name": name, "arguments": {}}
+    if name in ("cut-sse", "clean-sse"):  # the server's progress names the client's token (mcpx_check_references)
+        params["_meta"] = {"progressToken": "p"}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
 def read_all(px, session: str, rid, name: str) -> tuple[int, bytes, str | None]:

@@ -30,7 +30,8 @@ def server():
 
 
 def call(rid, name) -> dict:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+    """A call with token "p", the one the server's progress names (polling_lib.PROGRESS)."""
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}, "_meta": {"progressToken": "p"}}}
 
 
 def relay_records(px, session) -> list:

@@ -82,7 +82,8 @@ def client(px, revision="2024-11-05", path="/mcp") -> Client:
 
 
 def call(name: str, rid: int = 5, **args) -> dict:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    """A call whose progress token is 1, the one fault_server's progress notifications name."""
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args, "_meta": {"progressToken": 1}}}
 
 
 def records_for(px, session: str) -> list[tuple]:

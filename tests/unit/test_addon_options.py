@@ -120,7 +120,7 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
     assert lines[1] == (f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "
                         f"mcpx_policy=strict mcpx_log={px.log_path} mcpx_max_body=64MB mcpx_max_sessions=10000 "
                         f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_record_lines=false mcpx_bridge=true "
-                        f"mcpx_server_era=auto mcpx_sse_resume=auto mcpx_http_sse=- mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_check_references=false mcpx_auth=true "
+                        f"mcpx_server_era=auto mcpx_sse_resume=auto mcpx_http_sse=- mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_check_references=true mcpx_auth=true "
                         f"mcpx_drain_grace=0s mcpx_metrics=- mcpx_pin=-")
     assert lines[2].startswith("reverse proxy to http://127.0.0.1:") and "listening at 127.0.0.1:" in lines[2]
     assert "mcpx: s2c tools/call id=1 2025-03-26->2025-03-26: 1 rewritten (rewrite: CT-resource_link)" in lines

@@ -17,9 +17,12 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from mcpx_core import seal
+from mcpx_core.references import References
 from mcpx_core.rewrite import Exchange, Rewriter
 from mcpx_core.rules import upgrade
-from mcpx_core.session import SessionTracker
+from mcpx_core.seal import Sealer
+from mcpx_core.session import Session, SessionTracker
 
 E, D = "2026-07-28", "2025-11-25"
 NOT_FOUND = {"code": -32002, "message": "Resource not found", "data": {"uri": "file:///missing", "code": -32002}}
@@ -97,7 +100,7 @@ def test_a_code_added_to_the_table_is_rewritten_without_new_code(monkeypatch):
 # -- notifications that reference what the receiver never sent ---------------------------------------
 def _started(policy: str = "strict", rev: str = "2025-06-18") -> Rewriter:
     rw = Rewriter(SessionTracker())
-    rw.check_references = True  # (mcpx_check_references)
+    assert rw.check_references  # (mcpx_check_references: on by default)
     rw.policy = policy
     init = Exchange(flow_id="i", is_mcp=True)
     rw.request(init, "POST", orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -132,34 +135,40 @@ def cancelled(rid) -> dict:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "r"}}
 
 
+def _unknown_token(shown: str, how: str = "not delivered (mcpx_policy=strict)") -> str:
+    return f"notifications/progress names a progressToken {shown} that no request of the receiver carried: {how}"
+
+
+def _unknown_id(shown: str, sender: str = "server", how: str = "not delivered (mcpx_policy=strict)") -> str:
+    return f"notifications/cancelled names a requestId {shown} of no request the {sender} sent: {how}"
+
+
 CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x", "arguments": {}, "_meta": {"progressToken": 70}}}
 ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {"content": []}}
+PING = {"jsonrpc": "2.0", "id": "s-1", "method": "ping"}  # a request of the server's, on the call's stream
 
 
 @pytest.mark.parametrize("sent,delivered,records", [
-    # the server invents its own token on a call: not delivered
-    ([progress("srv-1")], [], [("drop-message", "PROG-token-unknown",
-                                'notifications/progress names a progressToken "srv-1" that no request of the receiver carried: '
-                                "not delivered (mcpx_policy=strict)")]),
-    # the call's own token (and 70.0 for 70), a token of an earlier request of the session (the initialize's)
-    ([progress(70), progress(70.0, 2), progress("init-token")], [progress(70), progress(70.0, 2), progress("init-token")], []),
-    # a cancellation of a request the client never sent; of one it sent (the call's id): delivered
-    ([cancelled(99)], [], [("drop-message", "CANCEL-request-unknown",
-                            "notifications/cancelled names a requestId 99 of a request the receiver never sent: not delivered "
-                            "(mcpx_policy=strict)")]),
-    ([cancelled(7), cancelled(0)], [cancelled(7), cancelled(0)], []),
-    # a string id "7" is not the integer 7 the client sent
-    ([cancelled("7")], [], [("drop-message", "CANCEL-request-unknown",
-                             'notifications/cancelled names a requestId "7" of a request the receiver never sent: not delivered '
-                             "(mcpx_policy=strict)")]),
+    # the server invents its own token on a call, a string or a number: not delivered
+    ([progress("srv-1")], [], [("drop-message", "PROG-token-unknown", _unknown_token('"srv-1"'))]),
+    ([progress(71)], [], [("drop-message", "PROG-token-unknown", _unknown_token("71"))]),
+    # the call's own token, as a number or a string the client's SDK reads as it (70.0, "70": Number(token)),
+    # and a token of an earlier request of the session (the initialize's)
+    ([progress(70), progress(70.0, 2), progress("70", 3), progress("init-token")],
+     [progress(70), progress(70.0, 2), progress("70", 3), progress("init-token")], []),
+    # a cancellation names a request of its sender's: one the server never sent, the client's own call
+    # (the server cannot cancel it: the client's SDK looks the id up among the requests it is handling)
+    ([cancelled(99)], [], [("drop-message", "CANCEL-request-unknown", _unknown_id("99"))]),
+    ([cancelled(7), cancelled(0)], [], [("drop-message", "CANCEL-request-unknown", _unknown_id("7")),
+                                        ("drop-message", "CANCEL-request-unknown", _unknown_id("0"))]),
+    # a request the server sent on this stream, then its cancellation: delivered
+    ([PING, cancelled("s-1")], [PING, cancelled("s-1")], []),
     # several at once: only the unknown ones go
-    ([progress(70), progress("x"), cancelled(5)], [progress(70)], [
-        ("drop-message", "PROG-token-unknown", 'notifications/progress names a progressToken "x" that no request of the receiver '
-                                               "carried: not delivered (mcpx_policy=strict)"),
-        ("drop-message", "CANCEL-request-unknown", "notifications/cancelled names a requestId 5 of a request the receiver never "
-                                                   "sent: not delivered (mcpx_policy=strict)")]),
+    ([progress(70), progress("x"), PING, cancelled("s-1"), cancelled(5)], [progress(70), PING, cancelled("s-1")], [
+        ("drop-message", "PROG-token-unknown", _unknown_token('"x"')),
+        ("drop-message", "CANCEL-request-unknown", _unknown_id("5"))]),
 ])
-def test_notifications_naming_what_the_client_never_sent(sent, delivered, records):
+def test_notifications_naming_what_their_receiver_cannot_route(sent, delivered, records):
     rw = _started()
     exch = _client_sends(rw, CALL)
     assert _server_streams(rw, exch, *sent, ANSWER) == [*delivered, ANSWER]
@@ -168,15 +177,26 @@ def test_notifications_naming_what_the_client_never_sent(sent, delivered, record
                for c in exch.changes)
 
 
+def test_a_server_request_on_the_get_stream_can_be_cancelled_on_a_call_s_stream():
+    rw = _started()
+    get = Exchange(flow_id="g", is_mcp=True)
+    rw.request(get, "GET", None, HEADERS)
+    assert _server_streams(rw, get, {**PING, "id": 12}) == [{**PING, "id": 12}]
+    exch = _client_sends(rw, CALL)
+    assert _server_streams(rw, exch, cancelled(12), cancelled("12"), cancelled(13), ANSWER) == [cancelled(12), cancelled("12"), ANSWER]
+    assert [(c.action, c.detail) for c in exch.changes] == [("drop-message", _unknown_id("13"))]
+
+
 def test_only_the_answer_to_a_client_request_is_judged():
-    """Toward the server (a client's cancellation of a server request), and on the standalone GET
-    stream (no request of the client on it): not judged, delivered (behind replicas balanced per
-    request, another process may have carried what they name)."""
+    """Toward the server (a client's cancellation of its own request, its progress on a server
+    request), and on the standalone GET stream (no request of the client on it): not judged,
+    delivered (behind replicas balanced per request, another process may have carried what they name)."""
     rw = _started()
     exch = _client_sends(rw, CALL)
     _server_streams(rw, exch, {"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage", "params": {
         "messages": [], "maxTokens": 1, "_meta": {"progressToken": "st"}}}, ANSWER)
-    assert _client_sends(rw, progress("st")).changes == [] and _client_sends(rw, cancelled("s-2")).changes == []
+    assert _client_sends(rw, progress("st")).changes == [] and _client_sends(rw, progress("other")).changes == []
+    assert _client_sends(rw, cancelled(7)).changes == [] and _client_sends(rw, cancelled("s-2")).changes == []
     get = Exchange(flow_id="g", is_mcp=True)
     rw.request(get, "GET", None, HEADERS)
     assert _server_streams(rw, get, progress("srv-1"), cancelled(99)) == [progress("srv-1"), cancelled(99)]
@@ -186,10 +206,18 @@ def test_only_the_answer_to_a_client_request_is_judged():
 def test_lenient_delivers_with_a_keep_record():
     rw = _started(policy="lenient")
     exch = _client_sends(rw, CALL)
-    assert _server_streams(rw, exch, progress("srv-1"), ANSWER) == [progress("srv-1"), ANSWER]
+    assert _server_streams(rw, exch, progress("srv-1"), cancelled(7), ANSWER) == [progress("srv-1"), cancelled(7), ANSWER]
     assert [(c.action, c.rule, c.detail) for c in exch.changes] == [
-        ("keep", "PROG-token-unknown", 'notifications/progress names a progressToken "srv-1" that no request of the receiver '
-                                       "carried: delivered (mcpx_policy=lenient)")]
+        ("keep", "PROG-token-unknown", _unknown_token('"srv-1"', "delivered (mcpx_policy=lenient)")),
+        ("keep", "CANCEL-request-unknown", _unknown_id("7", how="delivered (mcpx_policy=lenient)"))]
+
+
+def test_off_delivers_without_a_record():
+    rw = _started()
+    rw.check_references = False  # (mcpx_check_references=false)
+    exch = _client_sends(rw, CALL)
+    assert _server_streams(rw, exch, progress("srv-1"), cancelled(99), ANSWER) == [progress("srv-1"), cancelled(99), ANSWER]
+    assert exch.changes == []
 
 
 def test_not_judged_where_mcpx_did_not_see_the_whole_session():
@@ -202,14 +230,13 @@ def test_not_judged_where_mcpx_did_not_see_the_whole_session():
     rw.request(big, "POST", b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":80}}', HEADERS)
     assert [c.action for c in big.changes] == ["passthrough"]
     exch = _client_sends(rw, CALL)
-    assert _server_streams(rw, exch, progress(80), ANSWER) == [progress(80), ANSWER] and exch.changes == []
+    assert _server_streams(rw, exch, progress(80), cancelled(99), ANSWER) == [progress(80), cancelled(99), ANSWER] and exch.changes == []
 
 
 def test_the_tokens_of_a_batch_mcpx_splits_are_known():
     """A 2025-03-26 client's batch toward a 2025-06-18 server is split into single POSTs (no walk of
     its members here): their progress tokens are still the client's."""
     rw = Rewriter(SessionTracker())
-    rw.check_references = True  # (mcpx_check_references)
     init = Exchange(flow_id="i", is_mcp=True)
     rw.request(init, "POST", orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}), {})
@@ -222,3 +249,134 @@ def test_the_tokens_of_a_batch_mcpx_splits_are_known():
     assert type(out).__name__ == "SplitBatch"
     assert _server_streams(rw, batch, progress(70), progress("b8"), progress("nope"), ANSWER) == [progress(70), progress("b8"), ANSWER]
     assert [(c.action, c.rule) for c in batch.changes if c.rule == "PROG-token-unknown"] == [("drop-message", "PROG-token-unknown")]
+
+
+# -- the class itself (references.References) --------------------------------------------------------
+def _refs(*sent: tuple[str, dict], sender_rev: str | None = None) -> tuple[References, Session]:
+    """A References that saw ``s`` start, then each (direction, request) of ``sent``."""
+    refs, s = References(), Session("k")
+    refs.start(s.uid)
+    for direction, msg in sent:
+        refs.sent(s.uid, direction, msg)
+    return refs, s
+
+
+def _req(rid, method: str = "tools/call", token=None) -> dict:
+    params: dict = {"name": "x"}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def _verdict(refs: References, s: Session, direction: str, msg: dict, strict: bool = True, rev: str = "2025-06-18"):
+    c = refs.judge(s, direction, msg["method"], msg, strict, rev)
+    return None if c is None else (c.pointer, c.action, c.rule, c.before, c.after, c.detail)
+
+
+@pytest.mark.parametrize("client_token,judged,routable", [
+    # a token the server invents: a string, a number
+    (1, "srv-1", False), (1, 2, False), ("a", "b", False), (1, "1a", False), (1, "one", False), (10, "1e2", False),
+    # the same token for the client's SDK: 1 and "1" (Number(token) in the TypeScript SDK, int() in PyPI mcp 2.x)
+    (1, 1, True), (1, "1", True), ("1", 1, True), (1, 1.0, True), (1, "1.0", True), (1, " 1\n", True),
+    (1, "01", True), (1, "+1", True), (1, "0x1", True), (100, "1e2", True), (10, "1_0", True), (0, "", True),
+    ("tok", "tok", True), (1.5, "1.5", True), (-3, "-3", True),
+    # an exact string is never another string
+    ("01", "1", True), ("a", "A", False),
+])
+def test_progress_is_judged_by_every_key_the_client_s_sdk_routes_it_by(client_token, judged, routable):
+    refs, s = _refs(("c2s", _req(7, token=client_token)))
+    got = _verdict(refs, s, "s2c", progress(judged))
+    shown = orjson.dumps(judged).decode()
+    assert got == (None if routable else ("", "drop-message", "PROG-token-unknown", None, None, _unknown_token(shown)))
+
+
+def test_progress_toward_the_server_names_a_server_request_s_token():
+    refs, s = _refs(("c2s", _req(7, token=70)), ("s2c", _req("s-1", "sampling/createMessage", token="st")))
+    assert _verdict(refs, s, "c2s", progress("st")) is None
+    assert _verdict(refs, s, "c2s", progress(70)) == ("", "drop-message", "PROG-token-unknown", None, None, _unknown_token("70"))
+    assert _verdict(refs, s, "s2c", progress("st")) == ("", "drop-message", "PROG-token-unknown", None, None, _unknown_token('"st"'))
+    assert _verdict(refs, s, "s2c", progress(70)) is None
+
+
+@pytest.mark.parametrize("direction,rid,known", [
+    # a server's cancellation names a request the server sent (s2c ids), never one the client sent
+    ("s2c", "s-1", True), ("s2c", 5, True), ("s2c", "5", True), ("s2c", 7, False), ("s2c", "s-2", False),
+    # a client's names a request the client sent (c2s ids), never one the server sent
+    ("c2s", 7, True), ("c2s", "7", True), ("c2s", 7.0, True), ("c2s", "s-1", False), ("c2s", 5, False),
+])
+def test_a_cancellation_names_a_request_of_its_sender_s(direction, rid, known):
+    refs, s = _refs(("c2s", _req(7)), ("s2c", _req("s-1", "ping")), ("s2c", _req(5, "roots/list")))
+    sender = "server" if direction == "s2c" else "client"
+    assert _verdict(refs, s, direction, cancelled(rid)) == (None if known else (
+        "", "drop-message", "CANCEL-request-unknown", None, None, _unknown_id(orjson.dumps(rid).decode(), sender)))
+
+
+def test_a_2026_server_cancels_only_the_client_s_listen():
+    """A 2026-07-28 server sends no requests (its schema has no ServerRequest): its cancellation may
+    only end the client's subscriptions/listen (schema/2026-07-28/schema.ts:637); a 2025-11-25
+    server's may name only its own requests."""
+    listen = {"jsonrpc": "2.0", "id": "L1", "method": "subscriptions/listen", "params": {"notifications": {}}}
+    refs, s = _refs(("c2s", listen), ("c2s", _req(7)), ("s2c", _req("s-1", "ping")))
+    assert _verdict(refs, s, "s2c", cancelled("L1"), rev=E) is None
+    detail = ("notifications/cancelled names a requestId {} of no subscriptions/listen request of the client (a 2026-07-28 "
+              "server sends no requests: its cancellation may only end a listen stream): not delivered (mcpx_policy=strict)")
+    for rid in (7, "s-1", "L2"):
+        assert _verdict(refs, s, "s2c", cancelled(rid), rev=E) == (
+            "", "drop-message", "CANCEL-request-unknown", None, None, detail.format(orjson.dumps(rid).decode()))
+    assert _verdict(refs, s, "s2c", cancelled("s-1"), rev=D) is None
+    assert _verdict(refs, s, "s2c", cancelled("L1"), rev=D) == ("", "drop-message", "CANCEL-request-unknown", None, None, _unknown_id('"L1"'))
+    # a 2026-07-28 client cancels its own requests, as a legacy one does
+    assert _verdict(refs, s, "c2s", cancelled(7), rev=E) is None and _verdict(refs, s, "c2s", cancelled("L1"), rev=E) is None
+    assert _verdict(refs, s, "c2s", cancelled("s-1"), rev=E) == (
+        "", "drop-message", "CANCEL-request-unknown", None, None, _unknown_id('"s-1"', "client"))
+
+
+def test_lenient_keeps_with_a_record():
+    refs, s = _refs(("c2s", _req(7, token=70)))
+    assert _verdict(refs, s, "s2c", progress("srv-1"), strict=False) == (
+        "", "keep", "PROG-token-unknown", None, None, _unknown_token('"srv-1"', "delivered (mcpx_policy=lenient)"))
+    assert _verdict(refs, s, "s2c", cancelled(7), strict=False) == (
+        "", "keep", "CANCEL-request-unknown", None, None, _unknown_id("7", how="delivered (mcpx_policy=lenient)"))
+    assert _verdict(refs, s, "s2c", progress(70), strict=False) is None
+
+
+def test_a_session_opened_from_its_token_is_not_judged():
+    """A sealed session opened from its token by another process (a replica with the same key, or this
+    one after a restart) did not see the initialize: nothing of it is judged there. The process that
+    started it, and sealed it, judges it."""
+    sealer = Sealer([seal.new_key()])
+    here, replica = SessionTracker(sealer=sealer), SessionTracker(sealer=sealer)
+    s = here.start({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+                   "flow:i", sealed=True, endpoint="http://up/mcp")
+    refs = References()
+    refs.start(s.uid)
+    refs.sent(s.uid, "c2s", _req(7, token=70))
+    s.server_rev = s.client_rev = "2025-06-18"
+    token = here.learn(s, "up-1", seal=True)
+    assert token is not None and s.token == token
+    assert _verdict(refs, s, "s2c", progress("srv-1")) == ("", "drop-message", "PROG-token-unknown", None, None, _unknown_token('"srv-1"'))
+    opened = replica.lookup(token, None, None, endpoint="http://up/mcp")
+    assert here.lookup(token, None, None, endpoint="http://up/mcp") is s
+    assert opened is not None and opened.token == token and opened.uid != s.uid
+    assert _verdict(refs, opened, "s2c", progress("srv-1")) is None and _verdict(refs, opened, "s2c", cancelled(99)) is None
+
+
+def test_not_judged_sessions_and_messages():
+    refs, s = _refs(("c2s", _req(7, token=70)))
+    bridged = Session("b", bridge="legacy-client")
+    refs.start(bridged.uid)
+    assert _verdict(refs, bridged, "s2c", progress("srv-1")) is None  # a bridge's messages: the bridge's own ids
+    assert _verdict(refs, Session("never-started"), "s2c", progress("srv-1")) is None
+    for msg in ({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "no id (2025-11-25)"}},
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": True, "progress": 1}},
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": {"a": 1}, "progress": 1}},
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": []},
+                {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 99}}):
+        assert _verdict(refs, s, "s2c", msg) is None, msg
+    # a token no notification can match (an object): the session is no longer judged
+    refs.sent(s.uid, "c2s", _req(8, token={"odd": 1}))
+    assert _verdict(refs, s, "s2c", progress("srv-1")) is None
+    # a body passed through unread: no longer judged
+    refs, s = _refs(("c2s", _req(7, token=70)))
+    refs.incomplete(s.uid)
+    assert _verdict(refs, s, "s2c", progress("srv-1")) is None and _verdict(refs, s, "s2c", cancelled(99)) is None

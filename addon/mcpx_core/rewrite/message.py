@@ -49,8 +49,8 @@ class Rules(Records, Bodies):
         self.profiles = profile_set if profile_set is not None else profiles.NONE
         #: what each side of a session sent: progress tokens, request ids (references.py)
         self.references = References()
-        #: judge notifications by what their receiver sent (mcpx_check_references; off by default)
-        self.check_references = False
+        #: judge progress and cancellations by what the session sent (mcpx_check_references; on by default)
+        self.check_references = True
         self.audit = audit_results
         #: whether every record is read (``on_changes`` writes a log, say): when False, only the records the
         #: flow keeps (:data:`FLOW_KEEP_MAX`) get their before/after summaries; the others are only counted
@@ -140,10 +140,10 @@ def rule_pass(rules: Rules, exch: Exchange, msg: Any, direction: str, from_rev: 
         exch.messages_omitted += 1
     if not (revisions.is_known(from_rev) and revisions.is_known(to_rev)):
         return None
-    if rules.check_references and kind == "notification" and s is not None and not s.bridge and direction == "s2c" \
-            and exch.request_ids:
-        # a progress token or request id the client never sent, on the answer to its request (references.py)
-        unknown = rules.references.judge(s.uid, direction, method, msg, rules.policy == "strict")
+    if rules.check_references and kind == "notification" and s is not None and direction == "s2c" and exch.request_ids:
+        # a progress token the client never sent, a request id the server never sent, on the answer to a
+        # client request (references.py)
+        unknown = rules.references.judge(s, direction, method, msg, rules.policy == "strict", from_rev)
         if unknown is not None:
             rules._emit(exch, [unknown], direction, msg, method, from_rev, to_rev)
             if unknown.action == "drop-message":
