@@ -70,7 +70,7 @@ def main() -> int:
     who = dict(zip(sessions, clients))
     calls = [c for c in records if c["method"] == "tools/call"]
     print(f"files in {work}: the change log {px.log_path.name}, the flows {px.flows_path.name}, mitmdump's output "
-          f"{px.out_path.name}; to inspect the flows: {tool('mitmweb')} -r {shown(px.flows_path)} -s {shown(ROOT / 'addon' / 'mcpx.py')}")
+          f"{px.out_path.name}; to inspect the flows: {tool('mitmweb')} -r {shown(px.flows_path)} -s {shown(ROOT / 'addon' / 'mcpx.py')} --listen-host 127.0.0.1")
     per_method = Counter(c["method"] or "(no method)" for c in records)
     print(f"change log: {len(records)} records ({', '.join(f'{n} for {m}' for m, n in per_method.items())}); the tools/call ones:")
     print(f"  {'client':<11} {'receiver':<10} {'id':<5} {'action':<8} {'JSON Pointer':<32} [rule] value before")

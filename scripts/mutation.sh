@@ -25,8 +25,11 @@
 # tables and caches already hold the original code's results.
 # "no tests": no fast test reaches the function in the pytest process (mutmut traces only that
 # process: what runs only inside a mitmdump the tests start is not traced). Left out:
-# test_invalid_choice_is_refused_by_mitmdump (its mitmdump, started in a scratch folder, cannot
-# find mutmut's configuration while mutmut traces; it tests addons/options.py, not a target).
+# the five tests that start mitmdump or `python -m mcpx` in a scratch folder (test_invalid_choice_
+# is_refused_by_mitmdump, test_refused_at_startup_with_one_line, test_config_yaml_numbers,
+# test_option_near_miss::test_refused_at_startup, test_check::test_no_argument_...): there the
+# child cannot find mutmut's configuration while mutmut traces, and prints mutmut's error instead
+# of mcpx's line. They test addons/options.py and the CLI, not a target module.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${MCPX_PYTHON:-$ROOT/.venv/bin/python}"
@@ -78,9 +81,12 @@ stage() { # the tree mutmut works in; mutmut's own mutants/ (and its verdicts) i
   cp -a "$ROOT/addon/." "$STAGE/src/"
   ln -sfn src "$STAGE/addon"
   ln -sfn src "$STAGE/mutants/addon"
-  rm -rf "$STAGE/tests" "$STAGE/flows"
-  cp -a "$ROOT/tests" "$ROOT/flows" "$ROOT/scripts/mutation_fresh.py" "$STAGE/"
   local only="" m
+  # what the fast tests read beside addon/: the tests import scripts/ (replicas.py), read the docs and
+  # README and bench/RESULTS.md (test_docs.py), deploy/ (test_deploy.py) and flows/
+  local copied=(tests flows scripts docs deploy bench README.md requirements.lock)
+  for m in "${copied[@]}"; do rm -rf "${STAGE:?}/$m"; cp -a "$ROOT/$m" "$STAGE/"; done
+  cp -a "$ROOT/scripts/mutation_fresh.py" "$STAGE/"
   for m in "$@"; do
     case "$m" in */) only+="\"src/mcpx_core/${m}*\", " ;; *) only+="\"src/mcpx_core/$m\", " ;; esac
   done
@@ -89,8 +95,8 @@ stage() { # the tree mutmut works in; mutmut's own mutants/ (and its verdicts) i
 [tool.mutmut]
 source_paths = ["src/mcpx_core"]
 only_mutate = [${only%, }]
-also_copy = ["src/mcpx.py", "flows/", "mutation_fresh.py"]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_fresh", "--deselect", "tests/unit/test_addon_options.py::test_invalid_choice_is_refused_by_mitmdump"]
+also_copy = ["src/mcpx.py", "flows/", "mutation_fresh.py", "scripts/", "docs/", "deploy/", "bench/", "README.md", "requirements.lock"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_fresh", "--deselect", "tests/unit/test_addon_options.py::test_invalid_choice_is_refused_by_mitmdump", "--deselect", "tests/unit/test_addon_options.py::test_refused_at_startup_with_one_line", "--deselect", "tests/unit/test_addon_options.py::test_config_yaml_numbers", "--deselect", "tests/unit/test_option_near_miss.py::test_refused_at_startup", "--deselect", "tests/replay/test_check.py::test_no_argument_prints_the_addon_path_and_errors_exit_2"]
 pytest_add_cli_args_test_selection = ["tests/unit", "tests/schema", "tests/replay"]
 EOF
   } > "$STAGE/pyproject.toml"

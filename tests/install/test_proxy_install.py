@@ -53,10 +53,11 @@ def installed(tmp_path_factory):
     if missing:
         pytest.fail(f"test peers missing: {missing}; run scripts/setup.sh first")
     tmp = tmp_path_factory.mktemp("install")
-    src, venv = tmp / "mcpx", tmp / "venv"
+    src = tmp / "mcpx"
+    venv = src / ".venv"  # where the README's command puts it
     clean_copy(src)
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], cwd=src, check=True)
     t1 = time.monotonic()
     # the README's command: .venv/bin/pip install -c requirements.lock .
     cp = subprocess.run([str(venv / "bin" / "pip"), "install", "-qq", "--disable-pip-version-check", "-c", "requirements.lock", "."],
@@ -96,6 +97,33 @@ def test_proxy_only_install_rewrites_a_real_exchange(installed, tmp_path):
     first = [re.sub(r"^\[[\d:.]+\] ", "", line) for line in px.output().splitlines()][:2]
     assert first[0] == f"Loading script {addon}"
     assert first[1].startswith(f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; ")
+
+
+def test_setup_demo_keeps_the_quick_start_venv(installed):
+    """The Quick start's next step after the proxy-only install, ``scripts/setup.sh demo``, keeps that
+    ``.venv`` as it is (scripts/venv_kind.py judges it: the lock's versions, mcpx, no test tools) instead of
+    deleting and rebuilding it, and ends with a command that runs as printed from the checkout. It installs
+    the demo's peers into the copy from the registries as a user's run does (npm ci, the mcp 1.8.1 venv:
+    about 30 s): never symlink the checkout's own peers here, setup_peers.sh would empty them through the
+    link when its stamps (keyed by path) differ."""
+    src, venv = installed
+    before = {p.name: p.stat().st_mtime_ns for p in (venv / "bin").iterdir()}
+    before["pyvenv.cfg"] = (venv / "pyvenv.cfg").stat().st_mtime_ns
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MCPX_INSTALL_TEST")}
+    env["PEERS_PYTHON"] = sys._base_executable  # the interpreter the venv was made with
+    cp = subprocess.run(["bash", "scripts/setup.sh", "demo"], cwd=src, capture_output=True, text=True, timeout=300, env=env)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    lines = cp.stderr.splitlines()
+    assert f"setup: reusing {venv} (it holds the proxy part at the versions of requirements.lock)" in lines, cp.stderr
+    assert f"setup: python environment up to date ({venv})" in lines, cp.stderr
+    assert not [line for line in lines if line.startswith("setup: creating")], cp.stderr
+    assert lines[-1] == "setup: ready: .venv/bin/mitmdump -s addon/mcpx.py --mode reverse:http://YOUR-SERVER"
+    after = {p.name: p.stat().st_mtime_ns for p in (venv / "bin").iterdir()}
+    after["pyvenv.cfg"] = (venv / "pyvenv.cfg").stat().st_mtime_ns
+    assert after == before
+    assert not (venv / ".mcpx-stamp").exists()
+    help_ = subprocess.run([str(src / ".venv/bin/mitmdump"), "--version"], cwd=src, capture_output=True, text=True, timeout=60)
+    assert help_.returncode == 0 and help_.stdout.startswith("Mitmproxy: 12."), help_.stdout + help_.stderr
 
 
 USER_TEST = '''\
