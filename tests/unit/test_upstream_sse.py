@@ -23,6 +23,20 @@ def test_which_refusal_of_a_post_makes_mcpx_probe(method, status, init, expected
     assert wire.refused_initialize(method, status, init) is expected
 
 
+@pytest.mark.parametrize("body,expected", [
+    (b"Method Not Allowed", False),  # PyPI mcp 1.8.1 FastMCP (transport="sse"), POST /sse
+    (b"Not Found", False),
+    (b"<!DOCTYPE html><html><body><pre>Cannot POST /sse</pre></body></html>", False),  # the npm everything server
+    (b"", False),
+    (b'{"detail": "Not Found"}', False),  # a JSON body that is no JSON-RPC message (FastAPI's 404)
+    (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Unsupported protocol version"}}', True),
+    (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}', True),
+    (b'[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x"}}]', True),
+])
+def test_a_json_rpc_refusal_is_a_streamable_http_server_and_not_probed(body, expected):
+    assert wire.jsonrpc_refusal(body) is expected
+
+
 def test_the_paths_probed_in_order():
     assert wire.probe_paths("/sse", {}) == ["/sse"]
     assert wire.probe_paths("/mcp", {}) == ["/mcp", "/sse"]

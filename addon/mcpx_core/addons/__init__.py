@@ -18,16 +18,18 @@ from .requests import ClientRequests
 from .responses import ServerResponses
 from .state import State
 from .transport import TransportRequests, TransportResponses
+from .upstream_sse import UpstreamSse
 
 
 def default_addons(state: State) -> list:
     """The addons of one mcpx, sharing ``state``. The metrics hooks come before and after the others
     (they time them); the drain tracks every flow; the transport's hooks come before the client
-    requests' and after the server responses' (addons/transport.py)."""
+    requests' and after the server responses' (addons/transport.py); the upstream HTTP+SSE
+    transport's after the client requests' and before the server responses' (addons/upstream_sse.py)."""
     drain = Drain(state)
     start = MetricsStart(state, drain)
     return [Options(state), start, drain, TransportRequests(state), ClientRequests(state), Authorization(state),
-            ServerResponses(state), TransportResponses(state), Commands(state), Expiry(state), state.framing, MetricsEnd(start)]
+            UpstreamSse(state), ServerResponses(state), TransportResponses(state), Commands(state), Expiry(state), state.framing, MetricsEnd(start)]
 
 
 class MCPX:

@@ -40,6 +40,10 @@ class Expiry:
                         expire_idle(tracker.ttl)
                     except Exception as e:  # never end the loop
                         logger.warning(f"mcpx: expiring a bridge's upstream sessions failed: {type(e).__name__}: {e}")
+            try:  # the upstream HTTP+SSE streams of idle client sessions (transport/upstream_sse/)
+                self.state.upstream_sse.expire_idle(tracker.ttl)
+            except Exception as e:
+                logger.warning(f"mcpx: expiring upstream HTTP+SSE streams failed: {type(e).__name__}: {e}")
 
     def done(self) -> None:
         if self._task is not None:
@@ -49,6 +53,7 @@ class Expiry:
             closing = getattr(bridge, "closing", None)
             if closing is not None:
                 closing()  # end the streams bridges keep open (listen streams, stream endpoint)
+        self.state.upstream_sse.stop()
         if self.state.log_file:
             self.state.log_file.close()
         self.state.answers.stop()

@@ -24,6 +24,7 @@ from ..bridge.legacy_client import LegacyClientBridge
 from ..bridge.resume import Resumer
 from ..bridge.stream import AnswerStreams
 from ..transport.http_sse.serve import HttpSseTransport
+from ..transport.upstream_sse.serve import UpstreamSseTransport
 from ..changes import Change, ChangeLog, flow_summary, revisions_known, summary_line
 from ..framing import json_body
 from ..rewrite import Exchange, Rewriter, SSERewriter
@@ -118,6 +119,8 @@ class State:
         self.rewriter.on_priming = self.resume.learn
         #: the 2024-11-05 HTTP+SSE transport for clients of Streamable-HTTP-only servers (transport/http_sse/)
         self.transport = HttpSseTransport(self)
+        #: Streamable HTTP clients of an HTTP+SSE-only server (transport/upstream_sse/)
+        self.upstream_sse = UpstreamSseTransport(self)
         #: frames a streamed request body of unknown length for an HTTP/1.1 server (an addon too)
         self.framing = UpstreamFraming()
         #: OAuth discovery across revisions (mcpx_core/auth), its documents cached per URL

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
+import orjson
+
 #: the statuses an HTTP+SSE-only server gives a Streamable HTTP client's ``initialize`` POST
 REFUSED = (400, 404, 405)
 
@@ -23,6 +25,20 @@ def refused_initialize(method: str, status: int, initialize: bool) -> bool:
     JSON-RPC ``initialize`` request, without ``Mcp-Session-Id``) is the refusal that asks mcpx to
     probe the path for an HTTP+SSE stream (2025-03-26 "Backwards compatibility", client side)."""
     return method == "POST" and initialize and status in REFUSED
+
+
+def jsonrpc_refusal(body: bytes) -> bool:
+    """Whether a refusal's body is a JSON-RPC message: the path speaks JSON-RPC over POST (a Streamable
+    HTTP server refusing this ``initialize``, e.g. a 2026-07-28-only server's 400 with a JSON-RPC error,
+    or an unknown session's 404), so it is no HTTP+SSE-only server and mcpx does not probe it. The
+    measured HTTP+SSE-only refusals are plain text or HTML: PyPI ``mcp`` 1.8.1 ``Method Not Allowed``,
+    ``Not Found``, ``session_id is required``; the npm everything server's ``Cannot POST /sse`` page."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    members = value if isinstance(value, list) else [value]
+    return any(isinstance(m, dict) and m.get("jsonrpc") == "2.0" for m in members)
 
 
 def probe_paths(path: str, routes: Mapping[str, str]) -> list[str]:
