@@ -202,10 +202,15 @@ def _start(name: str, argv_for_port: Any, port: int | None, env: dict[str, str],
     raise PeerError(f"{name} server did not start listening:\n{last[-2000:]}")
 
 
-def start_everything_server(port: int | None = None, timeout: float = 20.0) -> PeerServer:
-    """npm @modelcontextprotocol/server-everything, Streamable HTTP, minimal env."""
+def start_everything_server(port: int | None = None, timeout: float = 20.0, transport: str = "streamableHttp") -> PeerServer:
+    """npm @modelcontextprotocol/server-everything, minimal env: Streamable HTTP at /mcp, or with
+    ``transport="sse"`` the HTTP+SSE (2024-11-05) transport only (.url its SSE endpoint, GET /sse)."""
     script = PEERS_DIR / "everything_server.cjs"
     node = _node()
+    if transport == "sse":
+        server = _start("everything-sse", lambda p: [node, str(script), str(p), "sse"], port, _minimal_env(), timeout)
+        server.url = f"http://{HOST}:{server.port}/sse"
+        return server
     return _start("everything", lambda p: [node, str(script), str(p)], port, _minimal_env(), timeout)
 
 

@@ -2,9 +2,10 @@
 // Start @modelcontextprotocol/server-everything in Streamable HTTP mode, bound
 // to 127.0.0.1 only.
 //
-//   node everything_server.cjs PORT
+//   node everything_server.cjs PORT [sse]
 //
-// Serves http://127.0.0.1:PORT/mcp.  The package's transport calls
+// Serves http://127.0.0.1:PORT/mcp (Streamable HTTP); with `sse`, the HTTP+SSE
+// (2024-11-05) transport only: GET /sse, POST /message?sessionId=...  The package's transport calls
 // `app.listen(PORT)` (express -> http.Server#listen(port, cb)), which binds
 // every interface; we patch net.Server.prototype.listen *before* loading the
 // (ESM) package so that any port-only listen call gets host 127.0.0.1.
@@ -48,7 +49,8 @@ const entry = path.join(
   __dirname, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js",
 );
 // dist/index.js reads its transport from process.argv[2].
-process.argv = [process.argv[0], entry, "streamableHttp"];
+const transport = process.argv[3] === "sse" ? "sse" : "streamableHttp";
+process.argv = [process.argv[0], entry, transport];
 
 const shutdown = () => process.exit(0);
 process.on("SIGTERM", shutdown);

@@ -246,6 +246,9 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
         flow.response.headers["content-length"] = str(len(body))
     else:
         flow.response = http.Response.make(reply.status, body, header_fields(headers))
+    carried = (reply.flow.metadata.get("mcpx") or {}).get("transports")
+    if isinstance(carried, dict):  # mcpx's initialize went over another transport (transport/upstream_sse): so did the client's
+        flow.metadata.setdefault("mcpx", {})["transports"] = dict(carried)
     if body != original:
         st.keep_body(flow, "response", original)
 
