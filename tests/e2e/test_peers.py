@@ -1,5 +1,7 @@
 """Real peers through mitmdump + mcpx (PEERS.md): released SDK clients of each revision against
-the npm everything server and an mcp 2.3.0 server.
+the npm everything server and an mcp 2.3.0 server (``@modelcontextprotocol/client`` 2.4.0 in its default
+``legacy`` version negotiation, the plain 2025 handshake; its ``auto`` and ``pin`` modes:
+test_bridge_get_stream.py).
 
 For every (client, server) pair: every op that passes directly passes through mcpx; the calls
 PEERS.md lists as failing directly fail directly and pass through mcpx, with the exact change
@@ -17,7 +19,7 @@ from schema_check import message_errors
 
 pytestmark = pytest.mark.peers
 
-CLIENTS = ["sdk-1.10.2", "sdk-1.12.3", "sdk-1.13.0", "sdk-1.25.0", "mcp-1.8.1", "mcp-1.9.4", "mcp-1.12.4"]
+CLIENTS = ["sdk-1.10.2", "sdk-1.12.3", "sdk-1.13.0", "sdk-1.25.0", "client-2.4.0", "mcp-1.8.1", "mcp-1.9.4", "mcp-1.12.4"]
 
 #: (server, client) -> op id -> the exact change records mcpx must log for that call, for the calls
 #: that fail directly (PEERS.md "Direct failures") and must pass through mcpx
