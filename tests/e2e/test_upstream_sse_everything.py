@@ -9,7 +9,8 @@ scenarios.json, and the reference is the same client through mcpx in front of th
 package in its Streamable HTTP mode (``/mcp``): the same verdicts, the same results (but for the ops
 scenarios.json marks non-deterministic), the same server requests (sampling, elicitation: the
 client's own handlers answered them), the same change records. Every message the client received
-validates against the revision it negotiated. About 15 s on 2 loaded cores.
+validates against the revision it negotiated; the client's GET stream carries keepalive comments
+while it is idle and says not to buffer it. About 15 s on 2 loaded cores.
 """
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ def everything(tmp_path_factory):
         out["port"] = old.port
         for c in CLIENTS:
             out["direct"][c] = run(c, old_base + PATH.get(c, "/sse"), pl.scenario_ops("everything", c)[:1])
-        with Proxy(old_base, tmp, options=README, path="", tag="sse") as px, \
+        script = tmp / "keepalive.py"  # a keepalive comment every 0.3 s (instead of 15 s) on the client's GET stream
+        script.write_text("import mcpx_core.transport.upstream_sse as t\nt.KEEPALIVE = 0.3\n")
+        with Proxy(old_base, tmp, options=README, path="", tag="sse", scripts=(str(script),)) as px, \
              Proxy(new_base, tmp, options=README, path="", tag="streamable") as ref:
             for c in CLIENTS:
                 ops = pl.scenario_ops("everything", c)
@@ -161,3 +164,17 @@ def test_one_refusal_then_each_session_has_its_own_upstream_stream(everything):
     assert posts == {"/message", "/sse", "/mcp"}  # the endpoint, and each client's sealed initialize
     deletes = [(f.request.path, f.response.status_code) for f in everything["flows"] if f.request.method == "DELETE"]
     assert deletes == [("/sse", 200)] * 3 + [("/mcp", 200)]
+
+
+def test_the_clients_get_stream_has_keepalive_comments(everything):
+    """Each client's GET stream (served by mcpx): unbuffered, its messages (list changes) and, while idle,
+    keepalive comments (every 0.3 s here) between them; the comments are the only other bytes on it."""
+    streams = [f for f in everything["flows"] if f.request.method == "GET" and not _own(f)]
+    assert len(streams) == len(CLIENTS)
+    for f in streams:
+        assert (f.response.headers["content-type"], f.response.headers["x-accel-buffering"]) == ("text/event-stream", "no")
+        body = f.response.content
+        assert body.count(b": keepalive\n\n") >= 1, body[:500]  # (each session lasts about 0.6 s)
+        events = SSEParser().feed(body)
+        assert {e.raw for e in events if not e.payload} == {b": keepalive\n\n"}
+        assert [orjson.loads(e.payload)["method"] for e in events if e.payload][:1] == ["notifications/tools/list_changed"]

@@ -59,3 +59,34 @@ def test_the_answer_to_a_client_post_json_or_sse():
         b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"k",'
         b'"progress":1}}\n\nevent: message\ndata: {"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n\n')
     assert wire.answer(p.out, False) == ("application/json", b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}')
+
+
+def test_keepalive_comments_on_the_clients_get_stream_until_it_is_replaced_or_closed(monkeypatch):
+    """serve.UpstreamSseTransport._keepalive: a comment every KEEPALIVE seconds on the session's GET stream,
+    nothing else; it stops once the client opened another GET stream (the old one gets no more) or it closed."""
+    import asyncio
+    import types
+
+    import mcpx_core.transport.upstream_sse as pkg
+    from mcpx_core.bridge.stream import AnswerStream
+    from mcpx_core.transport.upstream_sse.serve import UpstreamSseTransport
+    monkeypatch.setattr(pkg, "KEEPALIVE", 0.01)
+
+    async def go():
+        t = UpstreamSseTransport(state=None)
+        first = AnswerStream("a", [], None)
+        us = types.SimpleNamespace(get_stream=first)
+        task = asyncio.get_running_loop().create_task(t._keepalive(us, first))
+        await asyncio.sleep(0.055)
+        us.get_stream = second = AnswerStream("b", [], None)  # the client opened another GET stream
+        await asyncio.wait_for(task, 1)
+        sent = first.delivered
+        task = asyncio.get_running_loop().create_task(t._keepalive(us, second))
+        await asyncio.sleep(0.025)
+        second.close()
+        await asyncio.wait_for(task, 1)
+        return sent, first.delivered, second.delivered
+    sent, later, second = asyncio.run(go())
+    assert sent == later == wire.KEEPALIVE_COMMENT * sent.count(wire.KEEPALIVE_COMMENT) and sent.count(b":") >= 2
+    assert second.count(wire.KEEPALIVE_COMMENT) >= 1 and second == wire.KEEPALIVE_COMMENT * second.count(b":")
+    assert wire.KEEPALIVE_COMMENT == b": keepalive\n\n" and pkg.KEEPALIVE == 0.01

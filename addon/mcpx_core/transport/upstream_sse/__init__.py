@@ -11,10 +11,13 @@ Modules: :mod:`.wire` (sans-IO: which refusals of a POST mean an HTTP+SSE-only s
 is probed, the ``endpoint`` URL as the SDKs resolve it), :mod:`.router` (sans-IO: which stream each
 upstream message goes to, and in what order), :mod:`.verdicts` (sans-IO: the probe's verdict per
 origin and path, bounded), :mod:`.lifecycle` (the upstream session's states,
-one table). The IO adapter and its hook are not built yet (docs/transports.md).
+one table); :mod:`.serve` the IO adapter, asked by the hooks of ``addons/upstream_sse.py`` (docs/transports.md).
 """
 
 #: seconds the probe GET waits for the server's first SSE event (``endpoint``)
 PROBE_TIMEOUT = 10.0
 #: server messages kept for a client session whose standalone GET stream is not open yet
 QUEUE_LIMIT = 256
+#: seconds between keepalive comments on the client's GET stream (idle load balancers cut silent
+#: streams after minutes; an SSE comment is ignored by every client, schema/2025-03-26 transports 2.2)
+KEEPALIVE = 15.0

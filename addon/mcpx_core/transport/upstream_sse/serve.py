@@ -189,6 +189,7 @@ class UpstreamSseTransport:
         self.state = state
         self.verdicts = Verdicts()
         self.sessions: dict[str, UpstreamSession] = {}
+        self._tasks: set[asyncio.Task] = set()
 
     # -- the one question of each hook --------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> Answer | Streamed | Relay | None:
@@ -346,6 +347,8 @@ class UpstreamSseTransport:
     def stop(self) -> None:
         for us in list(self.sessions.values()):
             self.close(us, "mcpx shut down")
+        for task in list(self._tasks):
+            task.cancel()
 
     # -- client messages --------------------------------------------------------------------------
     async def _send_initialize(self, flow: http.HTTPFlow, us: UpstreamSession) -> Answer:
@@ -449,4 +452,16 @@ class UpstreamSseTransport:
         us.get_stream = stream
         for m in us.router.open_get():
             stream.put(wire.answer([m], True)[1])
+        task = asyncio.get_running_loop().create_task(self._keepalive(us, stream))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         return Streamed(stream, note="upstream HTTP+SSE: the server's messages outside any request")
+
+    async def _keepalive(self, us: UpstreamSession, stream: AnswerStream) -> None:
+        """A comment on the client's GET stream every ``KEEPALIVE`` seconds, as long as it is the session's."""
+        from . import KEEPALIVE
+        while True:
+            await asyncio.sleep(KEEPALIVE)
+            if stream.closed or us.get_stream is not stream:
+                return
+            stream.put(wire.KEEPALIVE_COMMENT)
