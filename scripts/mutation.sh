@@ -95,7 +95,7 @@ stage() { # the tree mutmut works in; mutmut's own mutants/ (and its verdicts) i
 [tool.mutmut]
 source_paths = ["src/mcpx_core"]
 only_mutate = [${only%, }]
-also_copy = ["src/mcpx.py", "flows/", "mutation_fresh.py", "scripts/", "docs/", "deploy/", "bench/", "README.md", "requirements.lock"]
+also_copy = ["src/mcpx.py", "src/mcpx_pytest.py", "flows/", "mutation_fresh.py", "scripts/", "docs/", "deploy/", "bench/", "README.md", "requirements.lock"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_fresh", "--deselect", "tests/unit/test_addon_options.py::test_invalid_choice_is_refused_by_mitmdump", "--deselect", "tests/unit/test_addon_options.py::test_refused_at_startup_with_one_line", "--deselect", "tests/unit/test_addon_options.py::test_config_yaml_numbers", "--deselect", "tests/unit/test_option_near_miss.py::test_refused_at_startup", "--deselect", "tests/replay/test_check.py::test_no_argument_prints_the_addon_path_and_errors_exit_2"]
 pytest_add_cli_args_test_selection = ["tests/unit", "tests/schema", "tests/replay"]
 EOF

@@ -250,13 +250,13 @@ def start_py_server(
     return _start(name, lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
 
 
-def start_sse_server(port: int | None = None, timeout: float = 30.0) -> PeerServer:
+def start_sse_server(port: int | None = None, timeout: float = 30.0, sse_path: str = "/sse") -> PeerServer:
     """tests/peers/sse_server.py on PyPI mcp==1.8.1: an HTTP+SSE (2024-11-05 transport) server only,
-    GET /sse and POST /messages/ (.url is its SSE endpoint)."""
+    GET /sse (or ``sse_path``) and POST /messages/ (.url is its SSE endpoint)."""
     py = _venv_python("1.8.1")
     env = _minimal_env({"PYTHONUNBUFFERED": "1"})
-    server = _start("sse", lambda p: [str(py), str(PEERS_DIR / "sse_server.py"), str(p)], port, env, timeout)
-    server.url = f"http://{HOST}:{server.port}/sse"
+    server = _start("sse", lambda p: [str(py), str(PEERS_DIR / "sse_server.py"), str(p), sse_path], port, env, timeout)
+    server.url = f"http://{HOST}:{server.port}{sse_path}"
     return server
 
 

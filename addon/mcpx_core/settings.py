@@ -113,17 +113,27 @@ def parse_pins(specs: Any) -> dict[str, str]:
     return pins
 
 
-def parse_http_sse(specs: Any) -> tuple[str, ...]:
-    """``["SSE_PATH=MCP_PATH", ...]`` (absolute paths, no query) or ``["off"]`` -> the same, checked.
-    Raises ValueError naming the first spec that is not one."""
+def _path_pairs(specs: Any, form: str) -> tuple[str, ...]:
+    """``["A=B", ...]`` (two absolute paths, no query) or ``["off"]`` -> the same, checked. Raises
+    ValueError naming the first spec that is not one (``form``: how the option names the two)."""
     items = tuple(str(x) for x in ([specs] if isinstance(specs, str) else specs))
     if items == ("off",):
         return items
     for spec in items:
-        sse, sep, mcp = spec.partition("=")
-        if not sep or not all(p.startswith("/") and not set("?#= ,") & set(p) for p in (sse, mcp)):
-            raise ValueError("not SSE_PATH=MCP_PATH (two absolute paths), or off alone", spec)
+        a, sep, b = spec.partition("=")
+        if not sep or not all(p.startswith("/") and not set("?#= ,") & set(p) for p in (a, b)):
+            raise ValueError(f"not {form} (two absolute paths), or off alone", spec)
     return items
+
+
+def parse_http_sse(specs: Any) -> tuple[str, ...]:
+    """``mcpx_http_sse``: ``["SSE_PATH=MCP_PATH", ...]`` or ``["off"]``."""
+    return _path_pairs(specs, "SSE_PATH=MCP_PATH")
+
+
+def parse_upstream_sse(specs: Any) -> tuple[str, ...]:
+    """``mcpx_upstream_sse``: ``["MCP_PATH=SSE_PATH", ...]`` or ``["off"]``."""
+    return _path_pairs(specs, "MCP_PATH=SSE_PATH")
 
 
 def format_size(n: int) -> str:
@@ -161,6 +171,7 @@ Duration = Annotated[float, _text("duration", parse_duration)]
 Count = Annotated[int, _text("count", parse_count)]
 Pins = Annotated[dict[str, str], BeforeValidator(parse_pins)]
 HttpSse = Annotated[tuple[str, ...], BeforeValidator(parse_http_sse)]
+UpstreamSse = Annotated[tuple[str, ...], BeforeValidator(parse_upstream_sse)]
 
 
 def parse_address(text: str) -> str:
@@ -242,6 +253,13 @@ class Settings(BaseModel):
         "default where the server refuses the client's SSE GET, with the MCP endpoint beside it "
         "(.../sse answered 404 -> .../mcp) or the same path (answered 400). SSE_PATH=MCP_PATH (repeatable) names a pair the conventions miss "
         "(served without asking the server); off: never serve it.")
+    upstream_sse: UpstreamSse = _opt(
+        (), "list", "/api/mcp=/events/stream",
+        "Serve Streamable HTTP clients of a server that speaks only the 2024-11-05 HTTP+SSE transport: by default "
+        "where the server refuses a client's initialize POST (400, 404, 405, not JSON-RPC), with the server's SSE "
+        "stream at the POST's own path or .../sse beside .../mcp. MCP_PATH=SSE_PATH (repeatable): a refused "
+        "initialize to MCP_PATH looks for the stream at SSE_PATH instead (the server is still asked first); "
+        "off: never serve it.")
     repair: bool = _opt(
         True, "bool", "false",
         "Repair values every revision rejects and that can mean one thing only ([] for an object, null for an "

@@ -180,3 +180,47 @@ def test_the_clients_flows_and_their_sessions(bridged):
                for f in client if f.request.headers.get("mcp-session-id"))
     assert {(f.metadata["mcpx"]["client_revision"], f.metadata["mcpx"]["server_revision"]) for f in client} == \
         {("2024-11-05", "2024-11-05")}
+
+
+#: a deployment no convention names: the server's HTTP+SSE stream at /events/stream, the client given /api/mcp
+PAIR = {"mcpx_upstream_sse": "/api/mcp=/events/stream"}
+
+
+@pytest.fixture(scope="module")
+def paired(tmp_path_factory):
+    """The FastMCP server with its stream at ``/events/stream``, npm sdk 1.25.0 given ``/api/mcp``: directly, through
+    mcpx with no option (the conventions find nothing), with the pair named, and with ``mcpx_upstream_sse=off``."""
+    pl.require(pl.peers_missing())
+    tmp = tmp_path_factory.mktemp("upstream-sse-paired")
+    out: dict = {}
+    with pl.start_sse_server(sse_path="/events/stream") as srv:
+        base = f"http://127.0.0.1:{srv.port}"
+        out["direct"] = run("sdk-1.25.0", base + "/api/mcp", OPS[:1])
+        for name, options in (("none", README), ("pair", {**README, **PAIR}), ("off", {**README, "mcpx_upstream_sse": "off"})):
+            with Proxy(base, tmp, options=options, path="/api/mcp", tag=name) as px:
+                out[name] = {"got": run("sdk-1.25.0", px.url, OPS)}
+                time.sleep(0.3)
+            out[name]["flows"] = px.flows()
+        yield out
+
+
+def _own_gets(flows) -> list:
+    return [(f.request.path, f.response.status_code if f.response else None) for f in flows if _own(f) and f.request.method == "GET"]
+
+
+def test_a_pair_names_where_the_servers_stream_is(paired):
+    """Directly, and through mcpx without the option, the client's ``initialize`` gets the server's 404 (the
+    conventions probe ``/api/mcp`` and ``/api/sse``: neither is a stream). With the pair, the refusal of
+    ``/api/mcp`` sends mcpx to ``/events/stream`` only, and the client runs its calls. With ``off``, mcpx
+    probes nothing and the server's refusal reaches the client."""
+    refused = "Streamable HTTP error: Error POSTing to endpoint: Not Found"
+    assert paired["direct"]["returncode"] == 2 and paired["direct"]["error"] == refused
+    assert paired["none"]["got"]["returncode"] == 2 and paired["none"]["got"]["error"] == refused
+    assert _own_gets(paired["none"]["flows"]) == [("/api/mcp", 404), ("/api/sse", 404)]
+    got = paired["pair"]["got"]
+    assert got["returncode"] == 0, got["stderr"]
+    assert [(r["id"], r["ok"]) for r in got["results"]] == [("tools", True), ("add", True), ("hi", True)]
+    assert next(r for r in got["results"] if r["id"] == "add")["result"]["content"] == [{"type": "text", "text": "2 + 3 = 5"}]
+    assert _own_gets(paired["pair"]["flows"]) == [("/events/stream", 200)]
+    assert paired["off"]["got"]["returncode"] == 2 and paired["off"]["got"]["error"] == refused
+    assert _own_gets(paired["off"]["flows"]) == []

@@ -120,7 +120,7 @@ def test_units_start_mcpx_and_it_rewrites(tmp_path):
     assert lines[1] == (f"mcpx {__version__} active: revisions 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28; "
                         f"mcpx_policy=strict mcpx_log={px.log_path} mcpx_max_body=64MB mcpx_max_sessions=10000 "
                         f"mcpx_session_ttl=1h mcpx_session_keys={px.key_path} mcpx_audio=text mcpx_keep_original=0 mcpx_record_lines=false mcpx_bridge=true "
-                        f"mcpx_server_era=auto mcpx_sse_resume=auto mcpx_http_sse=- mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_check_references=true mcpx_auth=true "
+                        f"mcpx_server_era=auto mcpx_sse_resume=auto mcpx_http_sse=- mcpx_upstream_sse=- mcpx_repair=true mcpx_profiles=- mcpx_profile=- mcpx_audit=true mcpx_check_references=true mcpx_auth=true "
                         f"mcpx_drain_grace=0s mcpx_metrics=- mcpx_pin=-")
     assert lines[2].startswith("reverse proxy to http://127.0.0.1:") and "listening at 127.0.0.1:" in lines[2]
     assert "mcpx: s2c tools/call id=1 2025-03-26->2025-03-26: 1 rewritten (rewrite: CT-resource_link)" in lines
@@ -235,6 +235,26 @@ def test_http_sse_option():
         assert t.routes == {"/legacy/events": "/api/mcp", "/a/sse": "/b/mcp"}
         tctx.configure(addon, mcpx_http_sse=["off"])
         assert (t.enabled, t.routes) == (False, {})
+        assert (addon.state.upstream_sse.enabled, addon.state.upstream_sse.routes) == (True, {})  # the other direction's own option
+
+
+def test_upstream_sse_option():
+    """mcpx_upstream_sse reaches the upstream HTTP+SSE transport (transport/upstream_sse/serve.py): the conventions
+    by default, MCP_PATH=SSE_PATH pairs, off (which leaves mcpx_http_sse on); a bad value keeps the old one and
+    names this option's own form; a new value drops the cached verdicts."""
+    addon = mcpx.MCPX()
+    with taddons.context(addon) as tctx:
+        u = addon.state.upstream_sse
+        assert (u.enabled, u.routes) == (True, {})
+        u.verdicts.put("http://127.0.0.1:1/sse", True)
+        tctx.configure(addon, mcpx_upstream_sse=["/api/mcp=/events/stream", "/b/mcp=/b/events"])
+        assert (u.enabled, u.routes, len(u.verdicts)) == (True, {"/api/mcp": "/events/stream", "/b/mcp": "/b/events"}, 0)
+        for bad in (["off", "/a=/b"], ["/a=b"], ["/a?x=/b"], ["/a=/b=/c"]):
+            with pytest.raises(exceptions.OptionsError, match="mcpx_upstream_sse.*not MCP_PATH=SSE_PATH"):
+                tctx.configure(addon, mcpx_upstream_sse=bad)
+        assert u.routes == {"/api/mcp": "/events/stream", "/b/mcp": "/b/events"}
+        tctx.configure(addon, mcpx_upstream_sse=["off"])
+        assert (u.enabled, u.routes, addon.state.transport.enabled) == (False, {}, True)
 
 
 def test_pin_option():

@@ -25,6 +25,9 @@ def test_a_server_that_is_not_http_sse_costs_one_probe_per_path():
     v.put(O + "/sse", False)
     assert v.to_probe(O, paths) == (None, [])
     assert v.to_probe("http://127.0.0.1:8001", paths) == (None, ["/mcp", "/sse"])
+    # a pair of mcpx_upstream_sse names the one path to probe for that POST path; others keep the conventions
+    routes = {"/api/mcp": "/events/stream"}
+    assert (wire.probe_paths("/api/mcp", routes), wire.probe_paths("/x/mcp/", routes)) == (["/events/stream"], ["/x/mcp/", "/x/sse"])
 
 
 def test_a_known_http_sse_path_is_used_without_a_probe():

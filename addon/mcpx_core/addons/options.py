@@ -204,6 +204,8 @@ class Options:
             st.resume.mode = s.sse_resume
         if "mcpx_http_sse" in updated:
             st.transport.configure(s.http_sse)
+        if "mcpx_upstream_sse" in updated:
+            st.upstream_sse.configure(s.upstream_sse)
         st.rewriter.policy = s.policy
         st.rewriter.options["audio"] = s.audio
         st.tracker.max_sessions = s.max_sessions

@@ -190,6 +190,17 @@ class UpstreamSseTransport:
         self.verdicts = Verdicts()
         self.sessions: dict[str, UpstreamSession] = {}
         self._tasks: set[asyncio.Task] = set()
+        #: ``mcpx_upstream_sse``: off, or the client's Streamable HTTP path -> the server's SSE path
+        self.enabled = True
+        self.routes: dict[str, str] = {}
+
+    def configure(self, specs: tuple[str, ...]) -> None:
+        """``mcpx_upstream_sse`` (checked by :mod:`mcpx_core.settings`): ``off`` never serves it; each
+        ``MCP_PATH=SSE_PATH`` pair says where the server's HTTP+SSE stream is once it refused an
+        ``initialize`` POST to ``MCP_PATH`` (the server is still asked first). Cached verdicts are dropped."""
+        self.enabled = specs != ("off",)
+        self.routes = dict(spec.split("=", 1) for spec in specs) if self.enabled else {}
+        self.verdicts.clear()
 
     # -- the one question of each hook --------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> Answer | Streamed | Relay | None:
@@ -204,10 +215,10 @@ class UpstreamSseTransport:
         sid = r.headers.get("mcp-session-id", "")
         if sid.startswith(SID_PREFIX):
             return await self._in_session(flow, sid)
-        if _initialize(flow) is None:
+        if not self.enabled or _initialize(flow) is None:
             return None
         origin, path = f"{r.scheme}://{r.host}:{r.port}", urlsplit(r.path).path or "/"
-        known, _ = self.verdicts.to_probe(origin, wire.probe_paths(path, {}))
+        known, _ = self.verdicts.to_probe(origin, wire.probe_paths(path, self.routes))
         if known is None:
             return None  # the server is asked first; its refusal comes to response()
         us = await self._connect(flow, origin + known)
@@ -220,13 +231,13 @@ class UpstreamSseTransport:
         ``initialize`` (None: the server's answer stands)."""
         st = self.state
         resp, r = flow.response, flow.request
-        if resp is None or _own_purpose(flow) or st.tracker.sealer is None or not st.sender.available(flow) \
+        if resp is None or not self.enabled or _own_purpose(flow) or st.tracker.sealer is None or not st.sender.available(flow) \
                 or "mcp-session-id" in r.headers or _initialize(flow) is None \
                 or not wire.refused_initialize(r.method, resp.status_code, True) \
                 or wire.jsonrpc_refusal(resp.get_content(strict=False) or b""):
             return None
         origin, path = f"{r.scheme}://{r.host}:{r.port}", urlsplit(r.path).path or "/"
-        _, todo = self.verdicts.to_probe(origin, wire.probe_paths(path, {}))
+        _, todo = self.verdicts.to_probe(origin, wire.probe_paths(path, self.routes))
         for p in todo:
             us = await self._connect(flow, origin + p)
             if us is not None:

@@ -37,6 +37,9 @@ class Verdicts:
     def __len__(self) -> int:
         return len(self._map)
 
+    def clear(self) -> None:
+        self._map.clear()
+
     def get(self, url: str) -> bool | None:
         k = key(url)
         if k not in self._map:
