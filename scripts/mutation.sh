@@ -83,8 +83,8 @@ stage() { # the tree mutmut works in; mutmut's own mutants/ (and its verdicts) i
   ln -sfn src "$STAGE/mutants/addon"
   local only="" m
   # what the fast tests read beside addon/: the tests import scripts/ (replicas.py), read the docs and
-  # README and bench/RESULTS.md (test_docs.py), deploy/ (test_deploy.py) and flows/
-  local copied=(tests flows scripts docs deploy bench README.md requirements.lock)
+  # README, bench/RESULTS.md and .ci/ (test_docs.py), deploy/ (test_deploy.py) and flows/
+  local copied=(tests flows scripts docs deploy bench .ci README.md requirements.lock)
   for m in "${copied[@]}"; do rm -rf "${STAGE:?}/$m"; cp -a "$ROOT/$m" "$STAGE/"; done
   cp -a "$ROOT/scripts/mutation_fresh.py" "$STAGE/"
   for m in "$@"; do
@@ -95,7 +95,7 @@ stage() { # the tree mutmut works in; mutmut's own mutants/ (and its verdicts) i
 [tool.mutmut]
 source_paths = ["src/mcpx_core"]
 only_mutate = [${only%, }]
-also_copy = ["src/mcpx.py", "src/mcpx_pytest.py", "flows/", "mutation_fresh.py", "scripts/", "docs/", "deploy/", "bench/", "README.md", "requirements.lock"]
+also_copy = ["src/mcpx.py", "src/mcpx_pytest.py", ".ci/", "flows/", "mutation_fresh.py", "scripts/", "docs/", "deploy/", "bench/", "README.md", "requirements.lock"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_fresh", "--deselect", "tests/unit/test_addon_options.py::test_invalid_choice_is_refused_by_mitmdump", "--deselect", "tests/unit/test_addon_options.py::test_refused_at_startup_with_one_line", "--deselect", "tests/unit/test_addon_options.py::test_config_yaml_numbers", "--deselect", "tests/unit/test_option_near_miss.py::test_refused_at_startup", "--deselect", "tests/replay/test_check.py::test_no_argument_prints_the_addon_path_and_errors_exit_2"]
 pytest_add_cli_args_test_selection = ["tests/unit", "tests/schema", "tests/replay"]
 EOF

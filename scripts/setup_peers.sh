@@ -19,7 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS="$ROOT/tests/peers"
 VENVS="$PEERS/.venvs"
-MCP_VERSIONS=(1.8.1 1.9.2 1.9.4 1.12.4 2.3.0)
+MCP_VERSIONS=(1.6.0 1.8.1 1.9.2 1.9.4 1.12.4 2.3.0)  # 1.6.0: HTTP+SSE only (no Streamable HTTP client)
 # third-party clients: venv name = requirements-<name>.txt; each with the import that must work
 declare -A TP_CLIENTS=(
   [fastmcp-2.3.4]="import fastmcp"
@@ -81,7 +81,7 @@ main() {
   log "using $py ($(py_ok "$py"))"
   mkdir -p "$VENVS"
   check_node
-  local pids=() ver dir npm_dirs=(tests/peers) versions=(1.8.1) clients=()
+  local pids=() ver dir check npm_dirs=(tests/peers) versions=(1.8.1) clients=()
   if [[ "$part" == all ]]; then
     # the test peers, and the official conformance suite (tests/e2e/test_conformance.py) in two releases
     npm_dirs=(tests/peers tests/conformance tests/conformance/alpha)
@@ -93,7 +93,8 @@ main() {
     pids+=($!)
   done
   for ver in "${versions[@]}"; do
-    setup_venv "mcp-$ver" "$py" "import mcp, mcp.client.streamable_http" &
+    if [[ "$ver" == 1.6.0 ]]; then check="import mcp, mcp.client.sse"; else check="import mcp, mcp.client.streamable_http"; fi
+    setup_venv "mcp-$ver" "$py" "$check" &
     pids+=($!)
   done
   local name

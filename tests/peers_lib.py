@@ -38,6 +38,8 @@ PY_CLIENTS = ("1.8.1", "1.9.4", "1.12.4")
 # scenarios.json client names, oldest revision first within each SDK family.
 CLIENTS = (*JS_CLIENTS, *(f"mcp-{v}" for v in PY_CLIENTS))
 CLIENTS_EXTRA = (*JS_CLIENTS_EXTRA, f"mcp-{PY_SERVER_VERSION}")
+#: PyPI mcp releases with the HTTP+SSE client transport only (no Streamable HTTP): tests/e2e/test_http_sse_bridge.py
+SSE_ONLY_PY_CLIENTS = ("1.6.0",)
 #: released third-party clients (tests/peers/tp_client.py), each in its own venv .venvs/<name>
 TP_CLIENTS = (
     "fastmcp-2.3.4",
@@ -65,7 +67,7 @@ def free_port() -> int:
 def peers_missing() -> list[str]:
     """Paths that scripts/setup_peers.sh should have made; [] when all peers are installed."""
     need = [NODE_MODULES / "@modelcontextprotocol" / "server-everything", *(NODE_MODULES / a for a in JS_CLIENTS)]
-    need += [VENVS_DIR / f"mcp-{v}" / "bin" / "python" for v in (*PY_CLIENTS, PY_SERVER_VERSION)]
+    need += [VENVS_DIR / f"mcp-{v}" / "bin" / "python" for v in (*PY_CLIENTS, *SSE_ONLY_PY_CLIENTS, PY_SERVER_VERSION)]
     return [str(p) for p in need if not p.exists()]
 
 

@@ -1,13 +1,15 @@
 """HTTP+SSE (2024-11-05 transport) clients in front of Streamable-HTTP-only servers, through mcpx
 (addon/mcpx_core/transport/http_sse/): released clients (PyPI ``mcp`` 1.8.1 ``sse_client``, npm
-``@modelcontextprotocol/sdk`` 1.10.2 ``SSEClientTransport``) given ``http://<mcpx>/sse``.
+``@modelcontextprotocol/sdk`` 1.10.2 ``SSEClientTransport``, and PyPI ``mcp`` 1.6.0, a release that has
+only the HTTP+SSE transport) given ``http://<mcpx>/sse``.
 
 Against the npm everything server in its Streamable HTTP mode (``/mcp`` only), with the README's
 plain reverse-mode command: directly each client fails at connect (``GET /sse`` 404); through mcpx
 each runs the full scenario of ``scenarios.json`` (tools incl. progress and sampling, prompts,
 resources; the server's ``roots/list`` on its GET stream, answered through the endpoint), and gets exactly what the same client
 gets through mcpx over Streamable HTTP: the same results, the same server requests, the same change
-records. Every message on the client's leg (its POSTs, the events on the stream mcpx served) and
+records (mcp 1.6.0, which has no Streamable HTTP transport, against mcp 1.8.1's: same revision, same
+capabilities). Every message on the client's leg (its POSTs, the events on the stream mcpx served) and
 every message mcpx sent on the server's leg validates against that leg's revision; a call's
 progress comes before its answer; the client's exit ends the upstream session (DELETE).
 
@@ -35,7 +37,9 @@ from schema_check import message_errors
 pytestmark = pytest.mark.peers
 
 README = {"connection_strategy": None}
-CLIENTS = {"mcp-1.8.1": "py", "sdk-1.10.2": "js"}
+CLIENTS = {"mcp-1.8.1": "py", "sdk-1.10.2": "js", "mcp-1.6.0": "py"}
+#: a client with no Streamable HTTP transport -> the client whose Streamable HTTP run is its reference
+REFERENCE = {"mcp-1.6.0": "mcp-1.8.1"}
 SSE = {"transport": "sse"}
 #: the clients declare roots: the everything server asks for them (roots/list) on its GET stream
 ROOTS = {"roots": [{"uri": "file:///srv/project", "name": "project"}]}
@@ -70,15 +74,17 @@ def everything(tmp_path_factory):
     with peers_lib.start_everything_server() as srv:
         base = f"http://127.0.0.1:{srv.port}"
         out: dict = {"direct": {c: run(c, f"{base}/sse", peers_lib.scenario_ops("everything", c), SSE) for c in CLIENTS},
-                     "sse": {}, "streamable": {}, "marks": []}
+                     "sse": {}, "streamable": {}, "marks": {}}
         with Proxy(base, tmp, options=README, path="/sse") as px:
             for c in CLIENTS:
                 ops = peers_lib.scenario_ops("everything", c)
+                start = len(px.changes())
                 out["sse"][c] = run(c, px.url, ops, {**SSE, **ROOTS})
                 time.sleep(0.5)  # the client's stream closed: the upstream DELETE goes out
-                out["marks"].append(len(px.changes()))
-                out["streamable"][c] = run(c, px.url.replace("/sse", "/mcp"), ops, ROOTS)
-                out["marks"].append(len(px.changes()))
+                mid = len(px.changes())
+                if c not in REFERENCE:
+                    out["streamable"][c] = run(c, px.url.replace("/sse", "/mcp"), ops, ROOTS)
+                out["marks"][c] = (start, mid, len(px.changes()))
             # a call the client cancels, then one more: the session goes on
             out["cancel"] = run("sdk-1.10.2", px.url, CANCEL, SSE)
             time.sleep(1.0)  # its stream closed: the DELETE, and the end of the cancelled call's leg
@@ -102,9 +108,9 @@ def test_directly_each_client_fails_at_connect(everything):
 
 def test_through_mcpx_each_client_runs_its_scenario_as_over_streamable_http(everything):
     for c in CLIENTS:
-        sse, streamable = everything["sse"][c], everything["streamable"][c]
+        sse, streamable = everything["sse"][c], everything["streamable"][REFERENCE.get(c, c)]
         assert sse["returncode"] == 0, sse["stderr"]
-        assert peers_lib.verdicts(sse) == peers_lib.expected_verdicts("everything", c, direct=False) == peers_lib.verdicts(streamable)
+        assert peers_lib.verdicts(sse) == peers_lib.expected_verdicts("everything", c, direct=False) == peers_lib.verdicts(streamable), c
         assert sse["protocolVersion"] == streamable["protocolVersion"] == "2024-11-05"
         nondeterministic = {op["id"] for op in peers_lib.scenario_ops("everything", c) if op.get("deterministic") is False}
         # (which progress notifications a client reports before its call's promise resolves is the client's race:
@@ -132,11 +138,11 @@ def _key(r: dict) -> tuple:
 
 def test_the_change_records_are_those_of_a_streamable_http_session(everything):
     recs, marks = everything["records"], everything["marks"]
-    start = 0
-    for i, c in enumerate(CLIENTS):
-        sse = recs[start:marks[2 * i]]
-        streamable = recs[marks[2 * i]:marks[2 * i + 1]]
-        start = marks[2 * i + 1]
+    for c in CLIENTS:
+        sse = recs[marks[c][0]:marks[c][1]]
+        ref = marks[REFERENCE.get(c, c)]
+        streamable = recs[ref[1]:ref[2]]
+        assert sse and streamable, c
         # (get-resource-reference's resource is a random one: a record's before/after may differ, not its place)
         assert sorted(map(_key, sse)) == sorted(map(_key, streamable)), c
         assert ("s2c", "tools/call", "rewrite", "CT-resource_link") in {(r["direction"], r["method"], r["action"], r["rule"]) for r in sse}
@@ -149,8 +155,8 @@ def _stream_flows(flows):
 
 def test_every_message_on_both_legs_validates_and_progress_comes_before_the_answer(everything):
     flows = everything["flows"]
-    streams = _stream_flows(flows)[:2]
-    assert len(_stream_flows(flows)) == 3  # one stream per client run, served by mcpx
+    streams = _stream_flows(flows)[:3]
+    assert len(_stream_flows(flows)) == 4  # one stream per client run, served by mcpx
     for stream in streams:
         assert stream.response.headers["content-type"] == "text/event-stream"
         assert stream.response.headers["x-accel-buffering"] == "no"
@@ -197,23 +203,23 @@ def _messages(body: bytes) -> list:
 
 
 def test_the_probe_and_the_close(everything):
-    """One probe of ``GET /sse`` (404: the server does not serve it), kept for the second client; each
+    """One probe of ``GET /sse`` (404: the server does not serve it), kept for the later clients; each
     client's upstream GET stream, and its roots round trip; each client's exit ends its stream and mcpx
     DELETEs the upstream session (200)."""
     flows = everything["flows"]
     probes = [f for f in flows if _own(f) and f.request.method == "GET"]
     assert [(f.request.path, f.response.status_code) for f in probes] == [("/sse", 404)]
     deletes = [f for f in flows if _leg(f) and f.request.method == "DELETE"]
-    assert [(f.request.path, f.response.status_code) for f in deletes] == [("/mcp", 200)] * 3
-    gets = [f for f in flows if _leg(f) and f.request.method == "GET"][:2]
-    assert [(f.request.path, f.response.status_code) for f in gets] == [("/mcp", 200)] * 2  # the upstream GET stream of each
+    assert [(f.request.path, f.response.status_code) for f in deletes] == [("/mcp", 200)] * 4
+    gets = [f for f in flows if _leg(f) and f.request.method == "GET"][:3]
+    assert [(f.request.path, f.response.status_code) for f in gets] == [("/mcp", 200)] * 3  # the upstream GET stream of each
     # on it the server asked for the roots; each client's answer came back through its endpoint, to the server as a leg (202)
     # (what else the stream carried before it, a list_changed or a log message, depends on the server's timers)
     assert all(f.comment.startswith("GET stream: ") and "roots/list #" in f.comment.split(" · ")[0] for f in gets), \
         [f.comment for f in gets]
     answers = [f for f in flows if _leg(f) and f.request.method == "POST" and f.comment.startswith("result #")
                and b'"roots"' in f.request.content]
-    assert [f.response.status_code for f in answers] == [202, 202]
+    assert [f.response.status_code for f in answers] == [202, 202, 202]
 
 
 def test_a_cancelled_call(everything):

@@ -37,8 +37,11 @@ from peer_common import error_info, sample_value
 
 try:  # mcp < 2
     from mcp.client.streamable_http import streamablehttp_client as _transport
-except ImportError:  # mcp >= 2
-    from mcp.client.streamable_http import streamable_http_client as _transport
+except ImportError:
+    try:  # mcp >= 2
+        from mcp.client.streamable_http import streamable_http_client as _transport
+    except ImportError:  # mcp < 1.8 (1.6.0): the HTTP+SSE transport only, "transport": "sse"
+        _transport = None
 
 VERSION = dist_version("mcp")
 SESSION_PARAMS = inspect.signature(ClientSession.__init__).parameters
@@ -181,9 +184,10 @@ def _uri(uri: str) -> Any:
 
 def client_info(options: dict[str, Any]) -> dict[str, Any]:
     """The ClientSession's client_info keyword: mcpx-py-client <mcp version>, the "clientInfo" option
-    ({"name", "version"}), or none at all ("sdk-default": the SDK sends its DEFAULT_CLIENT_INFO)."""
+    ({"name", "version"}), or none at all ("sdk-default": the SDK sends its DEFAULT_CLIENT_INFO; mcp 1.6.0,
+    whose ClientSession has no such keyword, always sends {"name": "mcp", "version": "0.1.0"})."""
     info = options.get("clientInfo", {"name": "mcpx-py-client", "version": VERSION})
-    if info == "sdk-default":
+    if info == "sdk-default" or "client_info" not in SESSION_PARAMS:
         return {}
     return {"client_info": types.Implementation(name=info["name"], version=info["version"])}
 
