@@ -102,6 +102,10 @@ main() {
     setup_venv "$name" "$py" "${TP_CLIENTS[$name]}" &
     pids+=($!)
   done
+  if [[ "$part" == all ]]; then  # a current fastmcp server (tests/peers/fastmcp_server.py)
+    setup_venv fastmcp-4.1.6 "$py" "import fastmcp" &
+    pids+=($!)
+  fi
   local failed=0 pid
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   (( failed == 0 )) || die "some peers failed to install (see above)"

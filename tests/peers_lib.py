@@ -68,6 +68,7 @@ def peers_missing() -> list[str]:
     """Paths that scripts/setup_peers.sh should have made; [] when all peers are installed."""
     need = [NODE_MODULES / "@modelcontextprotocol" / "server-everything", *(NODE_MODULES / a for a in JS_CLIENTS)]
     need += [VENVS_DIR / f"mcp-{v}" / "bin" / "python" for v in (*PY_CLIENTS, *SSE_ONLY_PY_CLIENTS, PY_SERVER_VERSION)]
+    need.append(VENVS_DIR / FASTMCP_SERVER / "bin" / "python")
     return [str(p) for p in need if not p.exists()]
 
 
@@ -252,6 +253,16 @@ def start_py_server(
     return _start(name, lambda p: [str(py), str(script), str(p), *flags], port, env, timeout)
 
 
+FASTMCP_SERVER = "fastmcp-4.1.6"
+
+
+def start_fastmcp_server(port: int | None = None, timeout: float = 30.0) -> PeerServer:
+    """tests/peers/fastmcp_server.py on fastmcp==4.1.6: a current fastmcp server, Streamable HTTP only, at /mcp."""
+    py = VENVS_DIR / FASTMCP_SERVER / "bin" / "python"
+    env = _minimal_env({"PYTHONUNBUFFERED": "1"})
+    return _start("fastmcp", lambda p: [str(py), str(PEERS_DIR / "fastmcp_server.py"), str(p)], port, env, timeout)
+
+
 def start_sse_server(port: int | None = None, timeout: float = 30.0, sse_path: str = "/sse") -> PeerServer:
     """tests/peers/sse_server.py on PyPI mcp==1.8.1: an HTTP+SSE (2024-11-05 transport) server only,
     GET /sse (or ``sse_path``) and POST /messages/ (.url is its SSE endpoint)."""
@@ -282,7 +293,8 @@ def _run_client(argv: list[str], ops: list[dict[str, Any]], timeout: float, env:
         )
     except subprocess.TimeoutExpired as exc:
         raise PeerError(f"client timed out after {timeout}s: {argv[:3]}\n{(exc.stderr or b'')[-2000:]!r}") from exc
-    lines = [ln for ln in cp.stdout.decode(errors="replace").splitlines() if ln.strip()]
+    # (LF only: str.splitlines also splits at U+2028, which JSON.stringify leaves raw inside a string)
+    lines = [ln for ln in cp.stdout.decode(errors="replace").split("\n") if ln.strip()]
     try:
         out = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError) as exc:

@@ -334,3 +334,51 @@ def test_the_stream_mcpx_serves_keepalive_and_no_buffering(prefixed):
     raw = prefixed["raw"]
     assert raw.startswith(b"event: endpoint\ndata: /gw/prefix/messages?mcpx_session=mcpx1.")
     assert raw.split(b"\n\n", 1)[1].startswith(b": keepalive\n\n: keepalive\n\n")
+
+
+FASTMCP_OPS = [{"id": "listTools", "op": "listTools"},
+               {"id": "add", "op": "callTool", "name": "add", "arguments": {"a": 2, "b": 3}},
+               {"id": "progress", "op": "callTool", "name": "progress", "arguments": {"steps": 3}, "progress": True},
+               {"id": "echo", "op": "callTool", "name": "echo", "arguments": {"text": "héllo \u2028 mcpx"}}]
+
+
+@pytest.fixture(scope="module")
+def fastmcp(tmp_path_factory):
+    """A current fastmcp server (4.1.6, tests/peers/fastmcp_server.py), Streamable HTTP only at ``/mcp``: each
+    client given ``/sse``, directly and through mcpx (README command)."""
+    tmp = tmp_path_factory.mktemp("http-sse-fastmcp")
+    with peers_lib.start_fastmcp_server() as srv:
+        base = f"http://127.0.0.1:{srv.port}"
+        out: dict = {"direct": {c: run(c, f"{base}/sse", FASTMCP_OPS[:1], SSE) for c in CLIENTS}}
+        with Proxy(base, tmp, options=README, path="/sse") as px:
+            out["through"] = {c: run(c, px.url, FASTMCP_OPS, SSE) for c in CLIENTS}
+            time.sleep(0.3)
+            out["records"] = px.changes()
+        out["flows"] = px.flows()
+        yield out
+
+
+def test_a_current_fastmcp_server(fastmcp):
+    """Directly each client fails at connect (``GET /sse`` 404); through mcpx each lists the tools and calls them,
+    the progress of the long call before its answer, the echo's text byte for byte (a U+2028 in a JSON string on
+    an SSE stream); every message on the stream mcpx served is valid 2024-11-05."""
+    for c in CLIENTS:
+        got = fastmcp["direct"][c]
+        assert got["returncode"] == 2 and got["results"] == [] and "404" in got["error"], (c, got)
+        got = fastmcp["through"][c]
+        assert got["returncode"] == 0 and got["protocolVersion"] == "2024-11-05", (c, got["stderr"][-2000:])
+        by_id = {r["id"]: r for r in got["results"]}
+        assert {r["id"]: r["ok"] for r in got["results"]} == {"listTools": True, "add": True, "progress": True, "echo": True}, c
+        assert [t["name"] for t in by_id["listTools"]["result"]["tools"]] == ["add", "progress", "echo"]
+        assert by_id["add"]["result"]["content"] == [{"type": "text", "text": "2 + 3 = 5"}]
+        assert by_id["progress"]["result"]["content"] == [{"type": "text", "text": "done in 3 steps"}]
+        assert by_id["echo"]["result"]["content"] == [{"type": "text", "text": "héllo \u2028 mcpx"}]
+    for stream in _stream_flows(fastmcp["flows"]):
+        s2c = sse_messages(stream.response.content)
+        assert s2c, stream.comment
+        for m in s2c:
+            assert message_errors("2024-11-05", m, "tools/list" if "tools" in m.get("result", {}) else "tools/call"
+                                  if "content" in m.get("result", {}) else m.get("method") or "initialize") == [], m
+        progress = [m["params"]["progress"] for m in s2c if m.get("method") == "notifications/progress"]
+        assert progress in ([1, 2, 3], []), progress  # (a client that sent no progressToken gets none)
+    assert len(_stream_flows(fastmcp["flows"])) == len(CLIENTS)
