@@ -41,6 +41,7 @@ half has: the JSON of ``structuredContent`` as a text block, or the text as one 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,11 +305,37 @@ def _key_mentioned(corpus: str, key: Any) -> bool:
     return any(form in corpus for form in {key, key.capitalize(), key.replace("_", " ")})
 
 
+#: the last comparison of :func:`text_lacks` in this thread, while :func:`share_comparisons` is on
+_shared = threading.local()
+
+
+def share_comparisons(on: bool) -> None:
+    """Between the audit of a tools/call result (before the walk) and the end of its walk, where the
+    structuredContent rule asks the same question (rules/tools.py ``_text_lacks``): :func:`text_lacks`
+    of the same ``structured`` object and equal texts is computed once. Off (the default) outside that
+    window: a value changed in place after the walk (repairs, host profiles) is compared afresh. Per
+    thread (large bodies are rewritten in a worker thread, addons/worker.py)."""
+    _shared.on = on
+    _shared.last = None
+
+
 def text_lacks(texts: list[str], structured: Any, parsed: list[Any] | None = None,
                leaves: list | None = None) -> tuple[list[tuple[str, Any]], bool]:
     """Scalars of ``structured`` the text half does not carry (pointer, value), shallowest first,
     and whether the bounds cut the comparison. ``parsed`` / ``leaves``: :func:`_as_json` of each
     text and :func:`_leaves` of ``structured``, when the caller has them already."""
+    if getattr(_shared, "on", False):
+        last = _shared.last
+        if last is not None and last[0] is structured and last[1] == texts:
+            return last[2]
+        got = _text_lacks(texts, structured, parsed, leaves)
+        _shared.last = (structured, list(texts), got)  # (holds ``structured``: its id is not reused meanwhile)
+        return got
+    return _text_lacks(texts, structured, parsed, leaves)
+
+
+def _text_lacks(texts: list[str], structured: Any, parsed: list[Any] | None,
+                leaves: list | None) -> tuple[list[tuple[str, Any]], bool]:
     parsed = parsed if parsed is not None else [_as_json(t) for t in texts]
     if _holds_json_of(parsed, structured):
         return [], False

@@ -151,6 +151,10 @@ def rule_pass(rules: Rules, exch: Exchange, msg: Any, direction: str, from_rev: 
                 return Outcome(None, [unknown])
     profile = rules.profiles.get(s.profile) if s is not None and s.profile is not None and direction == "s2c" else None
     found: list[Change] = []
+    # the audit and the walk's structuredContent rule compare the same two halves: once (audit.share_comparisons)
+    shared = direction == "s2c" and kind == "result" and method == "tools/call"
+    if shared:
+        audit.share_comparisons(True)
     if direction == "s2c" and kind == "result" and method in ("tools/call", "tools/list") and s is not None:
         found = _tool_result(rules, exch, s, msg, method, profile)
     # records beyond what the flow keeps reach nobody unless every record is read: no summaries for them
@@ -173,6 +177,9 @@ def rule_pass(rules: Rules, exch: Exchange, msg: Any, direction: str, from_rev: 
             msg.update(whole.messages[0])
             out = downgrade(msg, kind, method, from_rev, to_rev, direction, rules.policy, rules.options,
                             request_id=exch.single_request_id, profile=profile, summaries=summaries, stamp=stamp)
+        finally:
+            if shared:
+                audit.share_comparisons(False)
         extra: list[Change] = []  # records of the stages after the walk, stamped here (the walk's are already)
         if rules.repair and out.message is not None and out.reply is None:
             skip = split.sentinel if split is not None and not split.failed else None
