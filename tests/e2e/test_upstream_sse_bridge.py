@@ -107,9 +107,12 @@ def test_through_mcpx_each_client_lists_the_tools_and_calls_them(bridged):
 def test_no_change_records_and_one_line_for_the_refusal(bridged):
     # every message is of the server's revision already (2024-11-05 both legs): the rule pass changes nothing
     assert bridged["records"] == []
+    ended = "mcpx: upstream HTTP+SSE stream of http://127.0.0.1:%d/sse ended: the client's DELETE" % bridged["port"]
+    # (a client given /mcp: the server is asked first; its 404 sends mcpx to the stream known beside it, without a probe)
+    beside = "mcpx: /mcp refused the initialize (HTTP 404); /sse is an HTTP+SSE server: messages go to /messages/"
     assert [ln for ln in bridged["lines"] if "HTTP+SSE" in ln] == [
         "mcpx: /sse refused the initialize (HTTP 405); /sse is an HTTP+SSE server: messages go to /messages/"] + \
-        ["mcpx: upstream HTTP+SSE stream of http://127.0.0.1:%d/sse ended: the client's DELETE" % bridged["port"]] * 4 + \
+        [ended, ended, beside, ended, beside, ended] + \
         ["mcpx: upstream HTTP+SSE stream of http://127.0.0.1:%d/sse: HTTP/1 protocol error: peer closed connection without "
          "sending complete message body (incomplete chunked read); the session's later requests get 404" % bridged["port"]]
 
@@ -120,18 +123,19 @@ def test_a_broken_upstream_stream_gives_the_session_404(bridged):
     got = bridged["broken"]
     assert [(r["id"], r["ok"]) for r in got["results"] if "id" in r] == [("tools", True), ("add", False)]
     assert (got["results"][-1]["code"], got["results"][-1]["error"]) == (404, "Streamable HTTP error: Error POSTing to endpoint: "
-                                                                            '{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}')
+                                                                            '{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"Session not found"}}')
 
 
 def test_what_the_server_received(bridged):
-    """One refused initialize, then per client one SSE stream and its five messages on the endpoint, in the
-    client's order, each once; nothing else (no DELETE: an HTTP+SSE server has none; no probe of ``/mcp``:
-    ``/sse`` beside it is known by then)."""
+    """One refused initialize per client given ``/mcp`` and one for the first given ``/sse``, then per client one
+    SSE stream and its five messages on the endpoint, in the client's order, each once; nothing else (no DELETE:
+    an HTTP+SSE server has none; no probe of ``/mcp``: ``/sse`` beside it is known by then, and the server's
+    refusal of ``/mcp`` is what sends mcpx there: a server that served both would have answered)."""
     port = bridged["port"]
     reached = [f for f in bridged["flows"] if f.server_conn.timestamp_tcp_setup and f.server_conn.address[1] == port]
     assert all(_own(f) for f in reached)  # every request the server got, mcpx sent (its own flows, in mitmweb)
     refused = [f for f in reached if f.request.method == "POST" and not f.request.path.startswith("/messages/")]
-    assert [(f.request.path, f.response.status_code) for f in refused] == [("/sse", 200)]  # the 405, replaced
+    assert [(f.request.path, f.response.status_code) for f in refused] == [("/sse", 200), ("/mcp", 200), ("/mcp", 200)]  # replaced
     assert refused[0].comment.endswith("· the server refused it (HTTP 405): answered from the server's HTTP+SSE stream "
                                        f"(http://127.0.0.1:{port}/sse)")
     streams = [f for f in reached if f.request.method == "GET"]
@@ -143,7 +147,7 @@ def test_what_the_server_received(bridged):
             assert re.fullmatch(r"/messages/\?session_id=[0-9a-f]{32}", f.request.path)
             assert f.response.status_code == 202
             endpoints.setdefault(f.request.path, []).append(orjson.loads(f.request.content))
-    assert len(reached) == 1 + 5 + 4 * 5 + 3  # (the fifth client: initialize, initialized, tools/list, then the break)
+    assert len(reached) == 3 + 5 + 4 * 5 + 3  # (the fifth client: initialize, initialized, tools/list, then the break)
     assert len(endpoints) == 5
     assert [m.get("method") for m in list(endpoints.values())[4]] == ["initialize", "notifications/initialized", "tools/list"]
     for (client, _), got in zip(RUNS, endpoints.values()):

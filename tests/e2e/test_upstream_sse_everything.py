@@ -152,10 +152,12 @@ def test_every_message_the_client_sent_and_received_validates_against_its_revisi
 
 
 def test_one_refusal_then_each_session_has_its_own_upstream_stream(everything):
-    """Only the first client's ``initialize`` is refused (404); each client's session has one upstream stream
-    (``GET /sse``) and its ``DELETE`` ends it; fastmcp, given ``/mcp``, goes to the ``/sse`` beside it."""
+    """The first client's ``initialize`` to ``/sse`` is refused (404), the later ones on ``/sse`` go to the known
+    stream at once; fastmcp's, given ``/mcp``, is asked of the server first and its 404 sends mcpx to the ``/sse``
+    beside it (no probe). Each client's session has one upstream stream (``GET /sse``), its ``DELETE`` ends it."""
     assert [ln for ln in everything["lines"] if "refused" in ln] == [
-        "mcpx: /sse refused the initialize (HTTP 404); /sse is an HTTP+SSE server: messages go to /message"]
+        "mcpx: /sse refused the initialize (HTTP 404); /sse is an HTTP+SSE server: messages go to /message",
+        "mcpx: /mcp refused the initialize (HTTP 404); /sse is an HTTP+SSE server: messages go to /message"]
     assert [ln for ln in everything["lines"] if "stream of" in ln] == \
         [f"mcpx: upstream HTTP+SSE stream of http://127.0.0.1:{everything['port']}/sse ended: the client's DELETE"] * 4
     own = [f for f in everything["flows"] if _own(f)]

@@ -93,3 +93,57 @@ def test_keepalive_comments_on_the_clients_get_stream_until_it_is_replaced_or_cl
     assert sent == later == wire.KEEPALIVE_COMMENT * sent.count(wire.KEEPALIVE_COMMENT) and sent.count(b":") >= 2
     assert second.count(wire.KEEPALIVE_COMMENT) >= 1 and second == wire.KEEPALIVE_COMMENT * second.count(b":")
     assert wire.KEEPALIVE_COMMENT == b": keepalive\n\n" and pkg.KEEPALIVE == 0.01
+
+
+def test_a_second_get_stream_ends_the_first_and_loses_no_message(monkeypatch):
+    """serve.UpstreamSseTransport._get: one GET stream per session. The server's message that arrives while the
+    new stream is being opened is queued for it, not put on the closed one (2025-03-26 transports 2.2: each
+    message on one stream only); the old stream ends, the new one gets the message first."""
+    import asyncio
+    import types
+
+    import mcpx_core.transport.upstream_sse as pkg
+    from mcpx_core.bridge.stream import AnswerStream
+    from mcpx_core.transport.upstream_sse.serve import UpstreamSession, UpstreamSseTransport
+    monkeypatch.setattr(pkg, "KEEPALIVE", 3600)
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+    async def go():
+        t = UpstreamSseTransport(state=None)
+        us = UpstreamSession(sid="mcpx-sse-x", stream_url="http://h/sse", host="h")
+        arrives: list = []
+
+        async def open_(on_close=None):
+            for m in arrives:  # the server's message comes while the client's new GET is being served
+                us.router.route(m)
+                t._flush_get(us)
+            return AnswerStream(f"s{len(opened)}", [], on_close)
+        opened: list = []
+
+        async def tracked(on_close=None):
+            s = await open_(on_close)
+            opened.append(s)
+            return s
+        t.state = types.SimpleNamespace(answers=types.SimpleNamespace(open=tracked))
+        first = (await t._get(us)).stream
+        arrives.append(changed)
+        second = (await t._get(us)).stream
+        for task in list(t._tasks):
+            task.cancel()
+        return first, second, us
+    first, second, us = asyncio.run(go())
+    assert first.closed and first.delivered == b""
+    assert not second.closed and us.get_stream is second
+    assert second.delivered == b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n'
+
+
+def test_the_404_of_a_session_this_process_does_not_hold_answers_the_request_by_its_id():
+    """serve._single_request_id: the error carries the id of the one request the POST held (schema/2024-11-05
+    JSONRPCError: a string or number id), else null (a notification, a batch, no JSON)."""
+    from mcpx_core.transport.upstream_sse.serve import _single_request_id
+    assert _single_request_id(b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}') == 3
+    assert _single_request_id(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == "a"
+    assert _single_request_id(b'{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
+    assert _single_request_id(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]') is None
+    assert _single_request_id(b'{"jsonrpc":"2.0","id":1,"result":{}}') is None
+    assert _single_request_id(b"not json") is None

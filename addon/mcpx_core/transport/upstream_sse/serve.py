@@ -61,6 +61,8 @@ _JSON = (("content-type", "application/json"),)
 _SSE = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform"), ("x-accel-buffering", "no")]
 #: seconds a message POSTed to the endpoint waits for the server's ``202``
 POST_TIMEOUT = 60.0
+#: the error of a session this process does not hold, as the SDK's server gives it (rewrite/leg.py)
+UNKNOWN_SESSION = {"code": -32001, "message": "Session not found"}
 #: seconds the ``initialize`` waits for its answer on the stream
 INITIALIZE_TIMEOUT = 60.0
 
@@ -101,6 +103,16 @@ def _members(body: bytes) -> list[dict] | None:
         return None
     members = value if isinstance(value, list) else [value]
     return [m for m in members if isinstance(m, dict)]
+
+
+def _single_request_id(body: bytes) -> Any:
+    """The id of the one JSON-RPC request ``body`` holds (the id an error answering it carries,
+    schema/2024-11-05/schema.ts JSONRPCError), else None (a batch, a notification, no JSON)."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return value.get("id") if isinstance(value, dict) and _is_request(value) else None
 
 
 def _is_request(m: dict) -> bool:
@@ -218,9 +230,11 @@ class UpstreamSseTransport:
         if not self.enabled or _initialize(flow) is None:
             return None
         origin, path = f"{r.scheme}://{r.host}:{r.port}", urlsplit(r.path).path or "/"
-        known, _ = self.verdicts.to_probe(origin, wire.probe_paths(path, self.routes))
+        known, _ = self.verdicts.to_probe(origin, [path])
         if known is None:
-            return None  # the server is asked first; its refusal comes to response()
+            # the server is asked first; its refusal comes to response(). (A stream known at another path, the
+            # …/sse beside this …/mcp, is no reason to skip it: a server may serve both transports.)
+            return None
         us = await self._connect(flow, origin + known)
         if us is None:
             return None
@@ -237,8 +251,8 @@ class UpstreamSseTransport:
                 or wire.jsonrpc_refusal(resp.get_content(strict=False) or b""):
             return None
         origin, path = f"{r.scheme}://{r.host}:{r.port}", urlsplit(r.path).path or "/"
-        _, todo = self.verdicts.to_probe(origin, wire.probe_paths(path, self.routes))
-        for p in todo:
+        known, todo = self.verdicts.to_probe(origin, wire.probe_paths(path, self.routes))
+        for p in [known] if known is not None else todo:
             us = await self._connect(flow, origin + p)
             if us is not None:
                 logger.info(f"mcpx: {path} refused the initialize (HTTP {resp.status_code}); {p} is an HTTP+SSE server: "
@@ -391,7 +405,8 @@ class UpstreamSseTransport:
         r = flow.request
         us = self.sessions.get(sid)
         if us is None or not us.life.ready:
-            return Answer(404, orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}}),
+            return Answer(404, orjson.dumps({"jsonrpc": "2.0", "id": _single_request_id(r.get_content(strict=False) or b""),
+                                             "error": UNKNOWN_SESSION}),
                           note="upstream HTTP+SSE: no open upstream stream for this session (it ended, or lives in another process)")
         us.last = time.monotonic()
         accepts = wire.accepts_sse({k.lower(): v for k, v in r.headers.items()})
@@ -451,8 +466,12 @@ class UpstreamSseTransport:
         return None
 
     async def _get(self, us: UpstreamSession) -> Streamed:
-        if us.get_stream is not None:
-            us.get_stream.close()
+        """The client's GET stream. One per session: a new one ends the one before, and the server's
+        messages that come meanwhile are queued for the new one (none is put on the closed one)."""
+        old, us.get_stream = us.get_stream, None
+        us.router.close_get()
+        if old is not None:
+            old.close()
         stream: AnswerStream | None = None
 
         async def closed() -> None:
