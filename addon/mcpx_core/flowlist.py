@@ -110,6 +110,16 @@ def comment(what: str, revs: str, did: str) -> str:
     return " · ".join(p for p in (what, revs, f"mcpx: {did}" if did else "") if p)
 
 
+def transports(meta: dict) -> str:
+    """``transports: client Streamable HTTP, server HTTP+SSE`` for a flow whose legs' transports differ
+    (``flow.metadata["mcpx"]["transports"]``, transport/), else ""."""
+    t = meta.get("transports")
+    if not isinstance(t, dict) or not isinstance(t.get("client"), str) or not isinstance(t.get("server"), str):
+        return ""
+    short = {name: value.replace(" (2024-11-05)", "") for name, value in t.items() if isinstance(value, str)}
+    return f"transports: client {short['client']}, server {short['server']}"
+
+
 def mark(actions: set[str], answered: bool, error_status: bool, bridged: bool) -> str:
     """The flow's mark (see the module docstring), or "" for none."""
     if "passthrough" in actions or (answered and error_status):

@@ -139,6 +139,7 @@ def test_every_message_the_client_sent_and_received_validates_against_its_revisi
     for f in flows:
         rev = f.metadata["mcpx"]["client_revision"]
         assert f.metadata["mcpx"]["transports"] == {"client": "Streamable HTTP", "server": "HTTP+SSE (2024-11-05)"}, f.comment
+        assert f.comment.endswith(" · transports: client Streamable HTTP, server HTTP+SSE"), f.comment  # the flow list
         sent = _messages(f.request.content, "application/json") if f.request.method == "POST" else []
         got = _messages(f.response.content, f.response.headers.get("content-type", ""))
         asked = {m["id"]: m["method"] for m in sent if "method" in m and "id" in m}

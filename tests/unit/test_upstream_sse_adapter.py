@@ -65,26 +65,25 @@ def test_the_answer_to_a_client_post_json_or_sse():
 
 
 def test_keepalive_comments_on_the_clients_get_stream_until_it_is_replaced_or_closed(monkeypatch):
-    """serve.UpstreamSseTransport._keepalive: a comment every KEEPALIVE seconds on the session's GET stream,
+    """serve._keepalive: a comment every KEEPALIVE seconds on the session's GET stream,
     nothing else; it stops once the client opened another GET stream (the old one gets no more) or it closed."""
     import asyncio
     import types
 
     import mcpx_core.transport.upstream_sse as pkg
     from mcpx_core.bridge.stream import AnswerStream
-    from mcpx_core.transport.upstream_sse.serve import UpstreamSseTransport
+    from mcpx_core.transport.upstream_sse.serve import _keepalive
     monkeypatch.setattr(pkg, "KEEPALIVE", 0.01)
 
     async def go():
-        t = UpstreamSseTransport(state=None)
         first = AnswerStream("a", [], None)
         us = types.SimpleNamespace(get_stream=first)
-        task = asyncio.get_running_loop().create_task(t._keepalive(us, first))
+        task = asyncio.get_running_loop().create_task(_keepalive(us, first))
         await asyncio.sleep(0.055)
         us.get_stream = second = AnswerStream("b", [], None)  # the client opened another GET stream
         await asyncio.wait_for(task, 1)
         sent = first.delivered
-        task = asyncio.get_running_loop().create_task(t._keepalive(us, second))
+        task = asyncio.get_running_loop().create_task(_keepalive(us, second))
         await asyncio.sleep(0.025)
         second.close()
         await asyncio.wait_for(task, 1)

@@ -254,6 +254,8 @@ class State:
         did = "; ".join(([f"answered by mcpx ({exch.answered_by})"] if exch.answered_by else []) +
                         ([exch.relayed] if exch.relayed else []) + ([flow_summary(exch.changes)] if exch.changes else []))
         flow.comment = flowlist.comment(what, flowlist.revisions_of(meta["client_revision"], meta["server_revision"]), did)
+        if (legs := flowlist.transports(meta)):
+            flow.comment = f"{flow.comment} · {legs}" if flow.comment else f"mcpx: {legs}"
         answered = bool(exch.answered or exch.answered_by)
         flow.marked = flowlist.mark({c.action for c in exch.changes}, answered,
                                     flow.response is not None and flow.response.status_code >= 400,

@@ -105,6 +105,16 @@ def _members(body: bytes) -> list[dict] | None:
     return [m for m in members if isinstance(m, dict)]
 
 
+async def _keepalive(us: UpstreamSession, stream: AnswerStream) -> None:
+    """A comment on the client's GET stream every ``KEEPALIVE`` seconds, as long as it is the session's."""
+    from . import KEEPALIVE
+    while True:
+        await asyncio.sleep(KEEPALIVE)
+        if stream.closed or us.get_stream is not stream:
+            return
+        stream.put(wire.KEEPALIVE_COMMENT)
+
+
 def _single_request_id(body: bytes) -> Any:
     """The id of the one JSON-RPC request ``body`` holds (the id an error answering it carries,
     schema/2024-11-05/schema.ts JSONRPCError), else None (a batch, a notification, no JSON)."""
@@ -482,16 +492,7 @@ class UpstreamSseTransport:
         us.get_stream = stream
         for m in us.router.open_get():
             stream.put(wire.answer([m], True)[1])
-        task = asyncio.get_running_loop().create_task(self._keepalive(us, stream))
+        task = asyncio.get_running_loop().create_task(_keepalive(us, stream))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return Streamed(stream, note="upstream HTTP+SSE: the server's messages outside any request")
-
-    async def _keepalive(self, us: UpstreamSession, stream: AnswerStream) -> None:
-        """A comment on the client's GET stream every ``KEEPALIVE`` seconds, as long as it is the session's."""
-        from . import KEEPALIVE
-        while True:
-            await asyncio.sleep(KEEPALIVE)
-            if stream.closed or us.get_stream is not stream:
-                return
-            stream.put(wire.KEEPALIVE_COMMENT)
