@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from mitmproxy import connection, ctx, http
 
+from ... import flowlist
 from . import wire
 
 logger = logging.getLogger("mcpx")
@@ -191,14 +192,16 @@ class Legs:
             logger.warning(f"mcpx: HTTP+SSE transport: {type(e).__name__}: {e}")
 
 
-TRANSPORTS = "transports: client HTTP+SSE, server Streamable HTTP"
+#: both legs' transports on a leg's flow (``flow.metadata["mcpx"]["transports"]``)
+LEG_TRANSPORTS = {"client": "HTTP+SSE (2024-11-05)", "server": "Streamable HTTP"}
+TRANSPORTS = flowlist.transports({"transports": LEG_TRANSPORTS})
 
 
 def _both_transports(flow: http.HTTPFlow) -> None:
     """The flow list shows both legs' transports on a leg (after mcpx's comment of what it carries)."""
     meta = flow.metadata.setdefault("mcpx", {})
     if isinstance(meta, dict):
-        meta["transports"] = {"client": "HTTP+SSE (2024-11-05)", "server": "Streamable HTTP"}
+        meta["transports"] = dict(LEG_TRANSPORTS)
     if TRANSPORTS not in (flow.comment or ""):
         flow.comment = f"{flow.comment} · {TRANSPORTS}" if flow.comment else f"mcpx: {TRANSPORTS}"
     if not flow.marked:

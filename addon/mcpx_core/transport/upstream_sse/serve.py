@@ -46,6 +46,7 @@ from ... import upstream
 from ...bridge import Answer, Streamed
 from ...bridge.stream import AnswerStream
 from ...framing.sse import SSEParser
+from ...rewrite.leg import UNKNOWN_SESSION
 from . import wire
 from .lifecycle import UpstreamEvent as E
 from .lifecycle import UpstreamLifecycle
@@ -61,8 +62,6 @@ _JSON = (("content-type", "application/json"),)
 _SSE = [("content-type", "text/event-stream"), ("cache-control", "no-cache, no-transform"), ("x-accel-buffering", "no")]
 #: seconds a message POSTed to the endpoint waits for the server's ``202``
 POST_TIMEOUT = 60.0
-#: the error of a session this process does not hold, as the SDK's server gives it (rewrite/leg.py)
-UNKNOWN_SESSION = {"code": -32001, "message": "Session not found"}
 #: seconds the ``initialize`` waits for its answer on the stream
 INITIALIZE_TIMEOUT = 60.0
 

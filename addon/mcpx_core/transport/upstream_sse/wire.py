@@ -16,10 +16,10 @@ from urllib.parse import urljoin, urlsplit
 
 import orjson
 
+from ..http_sse.wire import KEEPALIVE_COMMENT  # noqa: F401  (the keepalive comment of both directions' streams)
+
 #: the statuses an HTTP+SSE-only server gives a Streamable HTTP client's ``initialize`` POST
 REFUSED = (400, 404, 405)
-#: an SSE comment (WHATWG HTML "Server-sent events" 9.2.6: a line starting with a colon is ignored)
-KEEPALIVE_COMMENT = b": keepalive\n\n"
 
 
 def refused_initialize(method: str, status: int, initialize: bool) -> bool:
