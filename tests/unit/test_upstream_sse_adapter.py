@@ -146,3 +146,20 @@ def test_the_404_of_a_session_this_process_does_not_hold_answers_the_request_by_
     assert _single_request_id(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]') is None
     assert _single_request_id(b'{"jsonrpc":"2.0","id":1,"result":{}}') is None
     assert _single_request_id(b"not json") is None
+
+
+def test_a_request_whose_answer_the_stream_could_not_bring_back_is_refused_before_it_is_sent():
+    """serve._unmatchable (found by attacking the transport: each of these POSTs waited for ever): an id that is no
+    string or integer of at most 64 bits (null, true, 1.0, 1.5, an object, 2**70, which orjson reads as a float),
+    or one another POST of the session still waits on, is answered -32600 by mcpx and never registered or sent."""
+    from mcpx_core.transport.upstream_sse.router import id_key
+    from mcpx_core.transport.upstream_sse.serve import _unmatchable
+    bad = "is no string or 64-bit integer"
+    for rid, shown in ((None, "null"), (True, "true"), (1.0, "1.0"), (1.5, "1.5"), ({"x": 1}, '{"x":1}'),
+                       (1 << 70, "1180591620717411303424"), (-(1 << 63) - 1, "-9223372036854775809")):
+        assert _unmatchable([{"id": rid}], {}) == (None, f"request id {shown} {bad}")
+    assert _unmatchable([{"id": 1}], {id_key(1): object()}) == (1, "request id 1 is already pending in this session")
+    assert _unmatchable([{"id": 2}, {"id": "x"}], {id_key(1): object()}) is None
+    for ok in (0, -(1 << 63), (1 << 64) - 1, "1", "a" * 100_000):
+        assert _unmatchable([{"id": ok}], {id_key(1): object()}) is None
+    assert _unmatchable([{"id": "1"}], {id_key(1): object()}) is None  # "1" and 1 are two ids

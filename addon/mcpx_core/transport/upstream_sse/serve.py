@@ -50,7 +50,7 @@ from ...rewrite.leg import UNKNOWN_SESSION
 from . import wire
 from .lifecycle import UpstreamEvent as E
 from .lifecycle import UpstreamLifecycle
-from .router import GET, Pending, Router
+from .router import GET, Pending, Router, id_key
 from .verdicts import Verdicts
 
 logger = logging.getLogger("mcpx")
@@ -122,6 +122,25 @@ def _single_request_id(body: bytes) -> Any:
     except orjson.JSONDecodeError:
         return None
     return value.get("id") if isinstance(value, dict) and _is_request(value) else None
+
+
+def _unmatchable(requests: list[dict], pending: dict) -> tuple[Any, str] | None:
+    """(the id to answer under, why) for the first request whose answer the stream could not bring back
+    to its POST, else None: an id that is no string or integer of at most 64 bits (schema/2024-11-05/
+    schema.ts RequestId is ``string | number``; ``null``, ``true``, a fraction or an object is matched by
+    no server's answer, a larger integer not kept exactly), or an id another POST of the session is still
+    waiting on (its answer would go to one of the two)."""
+    for m in requests:
+        rid = m["id"]
+        try:
+            shown = orjson.dumps(rid).decode()[:40]
+        except TypeError:  # an integer beyond 64 bits
+            shown = str(rid)[:40]
+        if not (isinstance(rid, str) or (type(rid) is int and -(1 << 63) <= rid < (1 << 64))):
+            return None, f"request id {shown} is no string or 64-bit integer"
+        if id_key(rid) in pending:
+            return rid, f"request id {shown} is already pending in this session"
+    return None
 
 
 def _is_request(m: dict) -> bool:
@@ -442,6 +461,11 @@ class UpstreamSseTransport:
             if failed is not None:
                 return Answer(502, orjson.dumps(_error(None, failed)), note="upstream HTTP+SSE: the endpoint refused the message")
             return Answer(202, b"", (), note="upstream HTTP+SSE: sent to the server's endpoint")
+        refused = _unmatchable(requests, us.router.pending)
+        if refused is not None:  # its answer could never be told apart on the stream: the POST would wait for ever
+            logger.warning(f"mcpx: upstream HTTP+SSE: {refused[1]}; answered -32600, nothing sent")
+            return Answer(400, orjson.dumps({"jsonrpc": "2.0", "id": refused[0], "error": {"code": -32600, "message": f"mcpx: {refused[1]}"}}),
+                          _JSON, note=f"upstream HTTP+SSE: {refused[1]}")
         batch = len(requests) > 1 or body.lstrip()[:1] == b"["
         pendings = [us.router.register(m, sse=accepts and not batch) for m in requests]
         host = {"host": us.host}
