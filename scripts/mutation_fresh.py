@@ -23,3 +23,35 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
         path = getattr(module, "__file__", None)
         if name != __name__ and path and os.path.realpath(path).startswith(_TREE):
             del sys.modules[name]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Reap every child process a test left behind (a mitmdump or a peer whose test failed or timed out).
+
+    mutmut runs its stats pass in its own process and later collects each mutant's run with
+    ``os.wait()``, which reaps any child: a straggler from the stats pass exiting then is taken for an
+    unknown worker and mutmut stops with ``KeyError: <pid>``.
+    """
+    me = os.getpid()
+    for stat in _proc_stats():
+        pid, ppid = stat
+        if ppid != me:
+            continue
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _proc_stats():
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        yield int(entry), int(fields[1])

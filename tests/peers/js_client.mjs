@@ -29,7 +29,10 @@
 //   (do not declare that capability), {"autoFulfill":false} (client-2.4.0: an input_required
 //   result surfaces as an error instead of being fulfilled), {"elicitationDelayMs":2000} (answer
 //   each elicitation that much later, as a user would), {"handlerTag":"x"} (the sampling reply's text and
-//   an elicitation's "name" value: a value only the client's own handlers give).
+//   an elicitation's "name" value: a value only the client's own handlers give), {"transport":"sse"} (the
+//   SDK's SSEClientTransport: HTTP+SSE, the 2024-11-05 transport), {"transport":"mcp-remote",
+//   "mcpRemote":"sse-only"|"http-only"} (the SDK's StdioClientTransport to mcp-remote 0.1.16, a released
+//   stdio <-> remote proxy, started as `mcp-remote <url> --transport <mcpRemote>`; it talks to <url>).
 //
 // Every op goes through the SDK's own high-level call, so its own schema
 // validation runs. Prints ONE JSON line on stdout:
@@ -185,6 +188,15 @@ if (options.transport === "sse") {
   const { SSEClientTransport } = modern ? await import(pathToFileURL(createRequire(join(nm, "@modelcontextprotocol/client/package.json")).resolve("@modelcontextprotocol/client")).href)
     : await esm(`${alias}/dist/esm/client/sse.js`);
   transport = new SSEClientTransport(new URL(url));
+} else if (options.transport === "mcp-remote") {
+  // (mcp-remote passes every message through as it is, but for a suffix to the initialize's clientInfo.name)
+  const { StdioClientTransport } = await esm(`${alias}/dist/esm/client/stdio.js`);
+  transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(nm, "mcp-remote", "dist", "proxy.js"), url, "--transport", options.mcpRemote || "sse-only"],
+    env: { PATH: process.env.PATH || "", HOME: process.env.HOME || "", MCP_REMOTE_CONFIG_DIR: process.env.MCP_REMOTE_CONFIG_DIR || "" },
+    stderr: "inherit",
+  });
 } else {
   transport = new StreamableHTTPClientTransport(new URL(url));
 }

@@ -60,13 +60,17 @@ def mitmdump_argv(path: pathlib.Path, out: pathlib.Path, options: dict[str, Any]
 
 
 def replay_mitmdump(path: pathlib.Path, out: pathlib.Path, options: dict[str, Any] | None = None,
-                    timeout: float = 60) -> list[http.HTTPFlow]:
+                    timeout: float | None = None) -> list[http.HTTPFlow]:
     """``mitmdump -nr PATH -s addon/mcpx.py -w OUT``; returns the flows of OUT, one per flow id.
 
     mitmproxy's Save addon writes a flow on its ``response`` and again on its ``error`` hook, and
     a replayed flow that has both (e.g. the client disconnected at the end of an SSE response)
     gets both hooks: the last copy of each flow is kept, in the order the flows were written.
+    ``timeout`` defaults to MCPX_REPLAY_TIMEOUT seconds, else 60 (scripts/mutation.sh raises it: there
+    every mcpx function goes through mutmut's trampoline and a replay runs about 5 times slower).
     """
+    if timeout is None:
+        timeout = float(os.environ.get("MCPX_REPLAY_TIMEOUT", "60"))
     cp = subprocess.run(mitmdump_argv(path, out, options), capture_output=True, timeout=timeout, cwd=ROOT,
                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     if cp.returncode != 0:
