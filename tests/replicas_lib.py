@@ -35,7 +35,9 @@ class Replicas:
     def __init__(self, upstream: str, workdir: pathlib.Path, n: int = 3, balance: str = "roundrobin",
                  options: dict | None = None):
         workdir.mkdir(parents=True, exist_ok=True)
-        self.workdir = workdir
+        self.workdir, self.upstream, self.options = workdir, upstream, options
+        #: the processes of replicas started again (:meth:`restart`): their records and flows still count
+        self.restarts: list[Proxy] = []
         self.proxies = [Proxy(upstream, workdir, options=options, tag=f"-r{i}", wait=False) for i in range(n)]
         for px in self.proxies:  # started side by side
             px.wait_ready()
@@ -64,6 +66,19 @@ class Replicas:
         self.proxies[i].proc.wait(10)
         self.dead.add(i)
 
+    def restart(self, i: int) -> None:
+        """Start replica i again (after :meth:`kill`) on its port, with the same options and key file;
+        returns once it serves and HAProxy's checks marked it up again (call it after :meth:`wait_down`)."""
+        old, needle = self.proxies[i], f"Server mcpx/mcpx{i} is UP"
+        ups = (self.workdir / "haproxy.log").read_text(errors="replace").count(needle)
+        self.proxies[i] = Proxy(self.upstream, self.workdir, options=self.options, tag=f"-r{i}-{len(self.restarts)}", port=old.port)
+        self.restarts.append(old)
+        self.dead.discard(i)
+        deadline = time.time() + 20
+        while (self.workdir / "haproxy.log").read_text(errors="replace").count(needle) <= ups:
+            assert time.time() < deadline, f"HAProxy did not mark mcpx{i} UP within 20 s"
+            time.sleep(0.05)
+
     def wait_down(self, i: int, timeout: float = 20) -> None:
         """Wait until HAProxy's health checks mark replica i DOWN (its log says so). Until then a
         request hashed to it is redispatched to a survivor that may differ from the one the hash
@@ -75,7 +90,7 @@ class Replicas:
             time.sleep(0.05)
 
     def changes(self) -> list[dict]:
-        return sorted((c for p in self.proxies for c in p.changes()), key=lambda c: c["time"])
+        return sorted((c for p in [*self.proxies, *self.restarts] for c in p.changes()), key=lambda c: c["time"])
 
     def flows(self) -> list:
         out = []
@@ -88,14 +103,14 @@ class Replicas:
         return sorted(out, key=lambda f: f.request.timestamp_start)
 
     def output(self) -> str:
-        return "\n".join(p.output() for p in self.proxies)
+        return "\n".join(p.output() for p in [*self.restarts, *self.proxies])
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
         self.log.close()
-        for p in self.proxies:
+        for p in [*self.proxies, *self.restarts]:
             p.stop()
 
     def __enter__(self) -> "Replicas":

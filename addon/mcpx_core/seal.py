@@ -74,7 +74,10 @@ class Facts:
     the session ("" for none); ``profile``: the name of the client's host profile (chosen from its
     initialize request, whose headers a later request does not repeat), or None; ``issued``: Unix
     seconds at sealing; ``endpoint``: the digest of the server's origin and path the session was
-    opened against (:func:`mcpx_core.session.endpoint_digest`): a token opens for that server only.
+    opened against (:func:`mcpx_core.session.endpoint_digest`): a token opens for that server only;
+    ``holder``: the digest of the credential headers of the request that opened it, for a token that
+    a later request must hold with the same credentials (the HTTP+SSE transport's stream, resumed:
+    :mod:`mcpx_core.transport.http_sse.resume`), else "".
     """
 
     sid: str
@@ -91,12 +94,13 @@ class Facts:
     issued: int = 0
     profile: str | None = None
     endpoint: str = ""
+    holder: str = ""
 
 
 _FACTS: TypeAdapter[Facts] = TypeAdapter(Facts)
 _SHORT = {"sid": "i", "client_rev": "c", "server_rev": "s", "requested_rev": "r", "pinned": "p", "upstream_id": "u",
           "client_info": "ci", "server_info": "si", "client_caps": "cc", "server_caps": "sc", "bridge": "b", "issued": "t",
-          "profile": "pf", "endpoint": "e"}
+          "profile": "pf", "endpoint": "e", "holder": "h"}
 _LONG = {v: k for k, v in _SHORT.items()}
 
 

@@ -57,6 +57,12 @@ _UIDS = itertools.count(1)
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
+#: the response header that names a session living in one mcpx process's memory (value: the client's key
+#: for it, its sealed token): a load balancer sticks the session's requests to the process that answered
+#: with it (deploy/haproxy.cfg stores it and removes it from the client's answer). Sent for the HTTP+SSE
+#: transport's stream (transport/http_sse), the upstream HTTP+SSE transport's sessions (transport/
+#: upstream_sse) and a session mcpx could not seal; a sealed session opens on any process and gets none.
+AFFINITY_HEADER = "mcpx-affinity"
 #: outstanding request ids remembered per session (oldest forgotten first): a session whose answers
 #: never come costs at most this many entries (~150 bytes each)
 MAX_PENDING = 1024

@@ -24,11 +24,13 @@ legacy-client bridge as any Streamable HTTP client's requests. About 60 s in all
 from __future__ import annotations
 
 import http.client
+import re
 import time
 
 import orjson
 import pytest
 
+import http_sse_lib
 import peers_lib
 from mcpx_core.framing.sse import SSEParser
 from proxy_lib import Proxy
@@ -161,8 +163,12 @@ def test_every_message_on_both_legs_validates_and_progress_comes_before_the_answ
         assert stream.response.headers["content-type"] == "text/event-stream"
         assert stream.response.headers["x-accel-buffering"] == "no"
         body = stream.response.content
-        assert body.startswith(b"event: endpoint\ndata: /messages?mcpx_session=mcpx1.")
-        token = body.split(b"\n")[1].split(b"mcpx_session=")[1].decode()
+        ep = http_sse_lib.endpoint(body)
+        assert ep is not None and ep.path == "/messages" and ep.resume == "", body[:300]
+        token = ep.token
+        assert stream.response.headers["mcpx-affinity"] == token  # for a load balancer (deploy/haproxy.cfg)
+        # the initialize answer, next: its id seals the session a reconnecting client resumes (transport/http_sse/resume.py)
+        assert re.match(rb"id: " + token.encode() + rb"~mcpx1\.[A-Za-z0-9_-]+\nevent: message\ndata: \{", ep.rest), ep.rest[:300]
         posts = [f for f in flows if f.request.method == "POST" and f.request.path == f"/messages?mcpx_session={token}"]
         assert posts and all(f.response.status_code == 202 for f in posts)
         assert posts[0].comment == "mcpx: answered by mcpx (HTTP+SSE endpoint: initialize #0, sent to the server as Streamable HTTP)"
@@ -232,7 +238,7 @@ def test_a_cancelled_call(everything):
     assert "cancelled by the test" in got["results"][0]["error"]
     assert got["results"][1]["result"]["content"] == [{"type": "text", "text": "Echo: after the cancel"}]
     stream = _stream_flows(everything["flows"])[-1]
-    token = stream.response.content.split(b"\n")[1].split(b"mcpx_session=")[1].decode()
+    token = http_sse_lib.endpoint(stream.response.content).token
     posts = [orjson.loads(f.request.content) for f in everything["flows"] if f.request.path == f"/messages?mcpx_session={token}"]
     call = next(m for m in posts if m.get("params", {}).get("name") == "trigger-long-running-operation")
     cancel = next(m for m in posts if m.get("method") == "notifications/cancelled")
@@ -278,8 +284,8 @@ def test_a_2026_only_server_through_the_legacy_client_bridge(bridged):
     assert bridging == {("2026-07-28", "2024-11-05")}
     flows = bridged["flows"]
     assert not [f for f in flows if _own(f) and f.request.method == "GET"]  # a pair the option names: no probe
-    stream = next(f for f in flows if f.request.path.startswith("/mcpx-answer/") and f.response.content.startswith(b"event: endpoint"))
-    assert stream.response.content.startswith(b"event: endpoint\ndata: /legacy/messages?mcpx_session=mcpx1.")
+    stream = next(f for f in flows if f.request.path.startswith("/mcpx-answer/") and http_sse_lib.is_stream(f.response.content))
+    assert http_sse_lib.endpoint(stream.response.content).path == "/legacy/messages"
 
 
 @pytest.fixture(scope="module")
@@ -332,8 +338,9 @@ def test_the_stream_mcpx_serves_keepalive_and_no_buffering(prefixed):
     headers forbid buffering (nginx ``X-Accel-Buffering``); keepalive comments come while it is idle."""
     assert prefixed["head"] == (200, "text/event-stream", "no", "no-cache, no-transform")
     raw = prefixed["raw"]
-    assert raw.startswith(b"event: endpoint\ndata: /gw/prefix/messages?mcpx_session=mcpx1.")
-    assert raw.split(b"\n\n", 1)[1].startswith(b": keepalive\n\n: keepalive\n\n")
+    ep = http_sse_lib.endpoint(raw)
+    assert ep is not None and ep.path == "/gw/prefix/messages"
+    assert ep.rest.startswith(b": keepalive\n\n: keepalive\n\n")
 
 
 FASTMCP_OPS = [{"id": "listTools", "op": "listTools"},

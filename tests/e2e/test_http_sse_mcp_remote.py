@@ -25,6 +25,7 @@ import time
 import orjson
 import pytest
 
+import http_sse_lib
 import peers_lib
 from mcpx_core.framing.sse import SSEParser
 from proxy_lib import Proxy
@@ -56,7 +57,7 @@ def sse_messages(body: bytes) -> list:
 def streams(flows) -> list:
     """The HTTP+SSE streams mcpx served (transport/http_sse/: their flows' paths start /mcpx-answer/)."""
     return [f for f in flows if f.request.path.startswith("/mcpx-answer/")
-            and f.response and f.response.content.startswith(b"event: endpoint")]
+            and f.response and http_sse_lib.is_stream(f.response.content)]
 
 
 def _key(r: dict) -> tuple:
@@ -132,7 +133,7 @@ def test_every_message_on_the_client_leg_is_2024_11_05(everything):
     flows = everything["flows"]
     [stream] = streams(flows)
     body = stream.response.content
-    token = body.split(b"\n")[1].split(b"mcpx_session=")[1].decode()
+    token = http_sse_lib.endpoint(body).token
     posts = [f for f in flows if f.request.method == "POST" and f.request.path == f"/messages?mcpx_session={token}"]
     assert posts and all(f.response.status_code == 202 for f in posts)
     c2s = [orjson.loads(f.request.content) for f in posts]

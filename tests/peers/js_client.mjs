@@ -30,7 +30,8 @@
 //   result surfaces as an error instead of being fulfilled), {"elicitationDelayMs":2000} (answer
 //   each elicitation that much later, as a user would), {"handlerTag":"x"} (the sampling reply's text and
 //   an elicitation's "name" value: a value only the client's own handlers give), {"transport":"sse"} (the
-//   SDK's SSEClientTransport: HTTP+SSE, the 2024-11-05 transport), {"transport":"mcp-remote",
+//   SDK's SSEClientTransport: HTTP+SSE, the 2024-11-05 transport; with {"lastEventId":true} its
+//   EventSource reconnects with Last-Event-ID, sdk 1.10.2 only), {"transport":"mcp-remote",
 //   "mcpRemote":"sse-only"|"http-only"} (the SDK's StdioClientTransport to mcp-remote 0.1.16, a released
 //   stdio <-> remote proxy, started as `mcp-remote <url> --transport <mcpRemote>`; it talks to <url>).
 //
@@ -187,7 +188,9 @@ let transport;
 if (options.transport === "sse") {
   const { SSEClientTransport } = modern ? await import(pathToFileURL(createRequire(join(nm, "@modelcontextprotocol/client/package.json")).resolve("@modelcontextprotocol/client")).href)
     : await esm(`${alias}/dist/esm/client/sse.js`);
-  transport = new SSEClientTransport(new URL(url));
+  // {"lastEventId":true}: the SDK's eventSourceInit with a fetch that keeps the EventSource's own headers
+  // (Accept, and Last-Event-ID when it reconnects): the SDK's default fetch replaces them (sse.js of 1.10.2)
+  transport = new SSEClientTransport(new URL(url), options.lastEventId ? { eventSourceInit: { fetch: (u, init) => fetch(u, init) } } : undefined);
 } else if (options.transport === "mcp-remote") {
   // (mcp-remote passes every message through as it is, but for a suffix to the initialize's clientInfo.name)
   const { StdioClientTransport } = await esm(`${alias}/dist/esm/client/stdio.js`);

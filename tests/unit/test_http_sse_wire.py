@@ -111,6 +111,13 @@ def test_token_of(method, path, token):
 
 def test_endpoint_and_message_events_parse_back():
     assert wire.endpoint_event("/messages?mcpx_session=t") == b"event: endpoint\ndata: /messages?mcpx_session=t\n\n"
+    assert wire.endpoint_event("/m?mcpx_session=t", "t~r", 1000) == b"id: t~r\nretry: 1000\nevent: endpoint\ndata: /m?mcpx_session=t\n\n"
+    (parsed,) = SSEParser().feed(wire.with_id(wire.message_event(b'{"id":0}'), "t~r"))
+    assert (parsed.last_id, parsed.payload) == ("t~r", b'{"id":0}')
+    init = wire.message_event(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05","capabilities":{}}}')
+    assert wire.initialize_result(init) == {"protocolVersion": "2024-11-05", "capabilities": {}}
+    assert wire.initialize_result(wire.message_event(b'{"jsonrpc":"2.0","id":1,"result":{}}')) is None
+    assert wire.initialize_result(b": keepalive\n\n") is None
     pretty = b'{\n  "jsonrpc": "2.0",\r\n  "id": 1,\n  "result": {}\n}\n'
     ev = wire.message_event(pretty)
     assert ev == b'event: message\ndata: {\ndata:   "jsonrpc": "2.0",\ndata:   "id": 1,\ndata:   "result": {}\ndata: }\n\n'

@@ -19,7 +19,7 @@ from ..framing import json_body
 from ..framing.encoding import stream_decoder
 from ..framing.sse import SSEParser
 from ..rewrite import Exchange, SSERewriter, undecodable_detail
-from ..session import SESSION_HEADER, VERSION_HEADER
+from ..session import AFFINITY_HEADER, SESSION_HEADER, VERSION_HEADER
 from .headers import decoded, header_fields, make_response
 from .state import State
 
@@ -223,14 +223,18 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
     failed = exch.session is not None and not st.tracker.settle(exch.session, reply.status, reply.headers.get(SESSION_HEADER))
     token = None if failed else st.rewriter.session_learned(exch, reply.headers.get(SESSION_HEADER), seal=True)
     headers = [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() not in hop]
+    carried = (reply.flow.metadata.get("mcpx") or {}).get("transports")
     if token:
         headers.append(("Mcp-Session-Id", token))
+        if isinstance(carried, dict):  # an upstream HTTP+SSE stream: the session lives in this process only
+            headers.append((AFFINITY_HEADER, token))
     elif reply.flow.response.headers.get_all(SESSION_HEADER):
         # an answer mcpx could not learn the session from (not sealed): the server's own id reaches the
         # client byte for byte, and the client's later requests carrying it go untouched
         headers += [(k, v) for k, v in reply.flow.response.headers.items(multi=True) if k.lower() == SESSION_HEADER]
         unsealed = exch.session.unsealed if exch.session is not None else None
         if unsealed:  # a session mcpx knows, in this process only: the client's requests are rewritten as usual
+            headers.append((AFFINITY_HEADER, reply.flow.response.headers[SESSION_HEADER]))
             why = (f"{unsealed}: session not sealed, the server's Mcp-Session-Id passed to the client unchanged; the "
                    "session lives in this process's memory only (after a restart, or on another replica, its requests "
                    "get 404 and the client starts a new one)")
@@ -246,7 +250,6 @@ async def _mint(st: State, flow: http.HTTPFlow, exch: Exchange, got: _Minted) ->
         flow.response.headers["content-length"] = str(len(body))
     else:
         flow.response = http.Response.make(reply.status, body, header_fields(headers))
-    carried = (reply.flow.metadata.get("mcpx") or {}).get("transports")
     if isinstance(carried, dict):  # mcpx's initialize went over another transport (transport/upstream_sse): so did the client's
         flow.metadata.setdefault("mcpx", {})["transports"] = dict(carried)
     if body != original:

@@ -6,7 +6,8 @@ events alone (``tests/unit/test_http_sse_lifecycle.py``).
 States, for one client stream (``GET <sse url>`` that mcpx serves):
 
 - ``OPEN``: the ``endpoint`` event went out; no upstream session yet. The client POSTs its
-  ``initialize`` next (schema/2024-11-05 lifecycle: nothing else before it).
+  ``initialize`` next (schema/2024-11-05 lifecycle: nothing else before it). A client that reconnects
+  with the id of its ``initialize`` answer (:mod:`.resume`) moves on to ``READY`` at once (``RESUME``).
 - ``INITIALIZING``: the ``initialize`` is on its way to the server's Streamable HTTP endpoint.
 - ``READY``: the server's answer gave the session (``Mcp-Session-Id``, sealed by mcpx as for any
   session); each POST goes upstream with it.
@@ -38,6 +39,8 @@ class TransportState(enum.Enum):
 class TransportEvent(enum.Enum):
     #: the client POSTed ``initialize``
     INITIALIZE = "initialize"
+    #: the client reconnected with a ``Last-Event-ID`` that seals a ready session (:mod:`.resume`)
+    RESUME = "resume"
     #: the server's answer to it carried a session (or the server keeps none: stateless)
     SESSION = "session"
     #: the server refused the ``initialize`` (an error answer): the client may try again
@@ -60,6 +63,7 @@ class TransportStateError(LifecycleError, RuntimeError):
 #: the session's table: ``CLOSE`` ends every state, and ``CLOSED`` absorbs every event
 TABLE: Table[TransportState, TransportEvent] = Table("HTTP+SSE transport", TransportState, TransportEvent, {
     (S.OPEN, E.INITIALIZE): S.INITIALIZING,
+    (S.OPEN, E.RESUME): S.READY,
     (S.INITIALIZING, E.SESSION): S.READY,
     (S.INITIALIZING, E.REFUSED): S.OPEN,
     (S.READY, E.INITIALIZE): S.INITIALIZING,  # a client that initializes again on the same stream

@@ -16,8 +16,11 @@ Which client requests it takes (:mod:`.wire`):
   is gone (another replica, a restart), gets ``404`` as an SDK server answers an unknown session.
 
 What the token seals (:class:`mcpx_core.seal.Facts`): a random ``sid``, the bridge name
-``http+sse`` and the digest of the server's MCP endpoint; the stream itself, and the server's
-``Mcp-Session-Id`` (sealed in the ``Mcp-Session-Id`` mcpx minted for the legs), live in memory.
+``http+sse``, the digest of the server's MCP endpoint and of the GET's credentials; the stream itself
+lives in memory, and so do the links from the token to it and to the legs' session. The stream's
+event ids seal what another process needs to continue it when the client reconnects (:mod:`.resume`);
+the stream's response carries ``Mcpx-Affinity: <token>`` (:data:`mcpx_core.session.AFFINITY_HEADER`)
+for a load balancer to send its POSTs where it lives (deploy/haproxy.cfg).
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from ... import flowlist, upstream
 from ...bridge import Answer, Streamed
 from ...bridge.stream import AnswerStream
 from ...seal import ENDPOINT_ONLY, BadToken, Facts
-from ...session import endpoint_digest
+from ...session import AFFINITY_HEADER, endpoint_digest
 from . import legs as legs_mod
+from . import resume as resume_mod
 from . import wire
 from .lifecycle import TransportEvent as E
 from .lifecycle import TransportLifecycle
@@ -47,6 +51,8 @@ logger = logging.getLogger("mcpx")
 NAME = ENDPOINT_ONLY
 #: probe verdicts kept (origin and path -> the MCP endpoint, or None: not served by mcpx)
 VERDICTS = 1024
+#: sids of streams whose client went away here (their upstream session deleted): not resumed
+ENDED = 4096
 _TEXT = (("content-type", "text/plain; charset=utf-8"),)
 #: the MCP revision from which a Streamable HTTP client sends ``MCP-Protocol-Version`` (2025-06-18 transports 2.7)
 _HEADER_FROM = "2025-06-18"
@@ -72,6 +78,9 @@ class TransportSession:
     barrier: asyncio.Future | None = None
     #: the POST legs in flight (a cancelled request's id leaves theirs: its server sends it no answer, nor does mcpx)
     inflight: set = field(default_factory=set)
+    #: the endpoint token; the id the next stream's ``endpoint`` event carries (:mod:`.resume`)
+    token: str = ""
+    event_id: str = ""
 
 
 class HttpSseTransport:
@@ -87,6 +96,9 @@ class HttpSseTransport:
         self.enabled = True
         self.verdicts: dict[tuple[str, str], str | None] = {}
         self.sessions: dict[str, TransportSession] = {}
+        self.ended: dict[str, None] = {}
+        #: sid -> done when a stream of it opens here (:meth:`_stream_of`)
+        self.waiting: dict[str, asyncio.Future] = {}
         #: the client's stream by its flow's id, until the flow ends (its body: what the client got)
         self.streams: dict[str, AnswerStream] = {}
         self._tasks: set[asyncio.Task] = set()
@@ -118,19 +130,19 @@ class HttpSseTransport:
             return None
         token = wire.token_of(r.method, r.path)
         if token is not None and token.startswith("mcpx1."):
-            return self._post(flow, token)
+            return await self._post(flow, token)
         hv = {k.lower(): v for k, v in r.headers.items()}
         if not wire.opens_stream(r.method, hv):
             return None
         path = urlsplit(r.path).path or "/"
         origin = f"{r.scheme}://{r.host}:{r.port}"
-        if self._streamable_client(flow, hv, origin + path):
+        if _streamable_client(st.tracker, flow, hv, origin + path):
             return None
         if path in self.routes:
             mcp_path = self.routes[path]
         else:
             if (origin, path) not in self.verdicts:
-                status = await self._probe(flow)
+                status = await _probe(st.sender, flow)
                 if status is None:
                     return None
                 if len(self.verdicts) >= VERDICTS:
@@ -141,63 +153,51 @@ class HttpSseTransport:
             return None
         return await self._open(flow, path, f"{origin}{mcp_path}", hv)
 
-    def _streamable_client(self, flow: http.HTTPFlow, hv: dict[str, str], endpoint: str) -> bool:
-        """Whether a sessionless SSE ``GET`` is a Streamable HTTP client's GET stream, never this
-        transport's: it names its revision (``MCP-Protocol-Version``, sent on every request after
-        ``initialize`` from 2025-06-18 on), or its connection or host holds a session without a server
-        session id at this very endpoint (a client of a stateless server, after its ``initialize``)."""
-        if "mcp-protocol-version" in hv:
-            return True
-        peer = flow.client_conn.peername
-        if not peer:
-            return False
-        digest = endpoint_digest(endpoint)
-        for key in (f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}"):
-            s = self.state.tracker.get(key)
-            if s is not None and s.upstream_id is None and s.endpoint == digest:
-                return True
-        return False
-
-    async def _probe(self, flow: http.HTTPFlow) -> int | None:
-        """The status the server gives a sessionless SSE ``GET`` of the client's path (the probe is
-        ended once its status line came), or None when it could not be asked."""
-        from . import PROBE_TIMEOUT
-        sender = self.state.sender
-        head: asyncio.Future = asyncio.get_running_loop().create_future()
-
-        def on_head(resp: http.Response, _streams: bool) -> None:
-            if not head.done():
-                head.set_result(resp.status_code)
-        headers = sender.headers_for(flow, {"accept": "text/event-stream"}, on_behalf=True)
-        headers.pop("content-type", None)
-        try:
-            reply = await sender.send(flow, "GET", None, headers, "HTTP+SSE probe: does the server serve this SSE path",
-                                      timeout=PROBE_TIMEOUT, on_chunk=lambda _c: None, on_head=on_head, stop=head)
-        except upstream.UpstreamError as e:
-            logger.info(f"mcpx: HTTP+SSE probe of {flow.request.path}: {e.reason}")
-            return None
-        sender.abort(reply.flow.id)
-        logger.info(f"mcpx: HTTP+SSE probe of {flow.request.path}: HTTP {reply.status}")
-        return reply.status
-
-    async def _open(self, flow: http.HTTPFlow, path: str, url: str, hv: dict[str, str]) -> Streamed:
+    async def _open(self, flow: http.HTTPFlow, path: str, url: str, hv: dict[str, str]) -> Streamed | Answer:
+        """The client's stream: a new session, or (``Last-Event-ID`` of mcpx's) the one it reconnects to."""
         st = self.state
-        sid = os.urandom(8).hex()
-        token = st.tracker.sealer.seal(Facts(sid=sid, bridge=NAME, endpoint=endpoint_digest(url), issued=int(time.time())))
-        ts: TransportSession | None = None
+        digest, holder = endpoint_digest(url), resume_mod.holder(flow.request.headers.items(multi=True))
+        last = hv.get("last-event-id", "")
+        prior = resume_mod.resumed(st.tracker.sealer, last, digest, holder) if resume_mod.is_mcpx(last) else None
+        if isinstance(prior, str) or (prior is not None and prior.sid in self.ended):
+            why = prior if isinstance(prior, str) else "the client's stream ended here, and its upstream session with it"
+            logger.info(f"mcpx: HTTP+SSE client reconnects on {path}: not resumed: {why}: 404")
+            flow.metadata["mcpx_transport"] = NAME
+            return Answer(404, b"Could not find session", _TEXT, note=f"HTTP+SSE stream not resumed: {why}")
+        if prior is None:
+            sid = os.urandom(8).hex()
+            token = st.tracker.sealer.seal(Facts(sid=sid, bridge=NAME, endpoint=digest, issued=int(time.time()), holder=holder))
+        else:
+            sid, token = prior.sid, prior.token
+        ts: TransportSession | None = self.sessions.get(sid)
+        stream = None
 
         async def closed() -> None:
-            if ts is not None:
+            if ts is not None and ts.stream is stream:  # (a stream the client replaced by a newer one ends nothing)
                 self._close(ts)
         stream = await st.answers.open(on_close=closed)
-        ts = TransportSession(sid, url, endpoint_digest(url), stream, flow.client_conn, legs_mod.leg_headers(flow.request))
-        self.sessions[sid] = ts
-        stream.put(wire.endpoint_event(wire.endpoint_url(path, token, wire.forwarded_prefix(hv))))
-        ts.keepalive = self._spawn(self._keepalive(ts))
+        stream.headers.append((AFFINITY_HEADER, token))
+        if ts is not None and not ts.life.closed:  # reconnected to this process while its old stream lingers
+            old, ts.stream, ts.client_conn = ts.stream, stream, flow.client_conn
+            old.close()
+        else:
+            ts = TransportSession(sid, url, digest, stream, flow.client_conn, legs_mod.leg_headers(flow.request),
+                                  token=token, event_id=token)
+            self.sessions[sid] = ts
+            waiting = self.waiting.pop(sid, None)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(None)
+            if prior is not None and prior.upstream_id is not None:
+                ts.session_id, ts.revision, ts.event_id = prior.upstream_id, prior.revision, prior.event_id
+                ts.life.fire(E.RESUME)
+                self._listen(ts)
+            ts.keepalive = self._spawn(self._keepalive(ts))
+        stream.put(wire.endpoint_event(wire.endpoint_url(path, token, wire.forwarded_prefix(hv)), ts.event_id, resume_mod.RETRY_MS))
         flow.metadata["mcpx_transport"] = NAME
         self.streams[flow.id] = stream
-        logger.info(f"mcpx: HTTP+SSE client on {path}: served by mcpx, messages to {urlsplit(url).path} (Streamable HTTP)")
-        return Streamed(stream, note=f"the HTTP+SSE transport, served by mcpx; messages go to {urlsplit(url).path} as Streamable HTTP")
+        how = "resumed" if prior is not None else "served"
+        logger.info(f"mcpx: HTTP+SSE client on {path}: {how} by mcpx, messages to {urlsplit(url).path} (Streamable HTTP)")
+        return Streamed(stream, note=f"the HTTP+SSE transport, {how} by mcpx; messages go to {urlsplit(url).path} as Streamable HTTP")
 
     # -- the server->client hooks (addons/transport.py): the client's stream flow, the legs -----------
     def responseheaders(self, flow: http.HTTPFlow) -> None:
@@ -219,14 +219,14 @@ class HttpSseTransport:
         if stream is not None and flow.response is not None and flow.response.raw_content in (None, b""):
             flow.response.content = stream.delivered
 
-    def _post(self, flow: http.HTTPFlow, token: str) -> Answer:
+    async def _post(self, flow: http.HTTPFlow, token: str) -> Answer:
         flow.metadata["mcpx_transport"] = NAME
         try:
             facts = self.state.tracker.sealer.open(token)
         except BadToken as e:
             logger.info(f"mcpx: HTTP+SSE POST: {e.reason}: 404")
             return Answer(404, b"Could not find session", _TEXT, note="HTTP+SSE endpoint: unknown session")
-        ts = self.sessions.get(facts.sid)
+        ts = await self._stream_of(facts.sid) if facts.bridge == NAME else None
         if facts.bridge != NAME or ts is None or ts.life.closed or facts.endpoint != ts.endpoint:
             return Answer(404, b"Could not find session", _TEXT, note="HTTP+SSE endpoint: no open stream for this session")
         body = flow.request.get_content(strict=False) or b""
@@ -248,6 +248,20 @@ class HttpSseTransport:
         carried = flowlist.carried(members, isinstance(value, list)) or "a message"
         return Answer(202, b"Accepted", _TEXT, note=f"HTTP+SSE endpoint: {carried}, sent to the server as Streamable HTTP")
 
+    async def _stream_of(self, sid: str) -> TransportSession | None:
+        """The session of ``sid``, waiting at most :data:`.resume.RESUME_WAIT` for a stream that broke
+        (a replica that died or restarted) to be reconnected here by its client."""
+        ts = self.sessions.get(sid)
+        if ts is not None or sid in self.ended:
+            return ts
+        fut = self.waiting.setdefault(sid, asyncio.get_running_loop().create_future())
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), resume_mod.RESUME_WAIT)
+        except asyncio.TimeoutError:
+            if self.waiting.get(sid) is fut:
+                del self.waiting[sid]
+        return self.sessions.get(sid)
+
     async def _leg(self, ts: TransportSession, conn: connection.Client, client: dict[str, str], body: bytes, kind: str,
                    ids: list, methods: list) -> None:
         """Send one client message as a leg, after the legs it must follow."""
@@ -266,8 +280,13 @@ class HttpSseTransport:
                 if done is not None and not done.done():
                     done.set_result(None)
         purpose = ", ".join(str(m) for m in methods if m) or "a JSON-RPC response"
-        ts.inflight.add(self.legs.send(conn, "POST", ts.url, body, self._headers(ts, client=client), kind, ids,
-                                       lambda ev: self._deliver(ts, ev), finished, purpose=purpose))
+        sent: list[legs_mod.Leg] = []
+
+        def deliver(ev: bytes) -> None:  # the initialize answer's event carries the id a reconnect resumes by
+            self._deliver(ts, _ready_event(self.state.tracker.sealer, ts, sent[0], ev) if kind == "initialize" and sent else ev)
+        sent.append(self.legs.send(conn, "POST", ts.url, body, self._headers(ts, client=client), kind, ids, deliver, finished,
+                                   purpose=purpose))
+        ts.inflight.add(sent[0])
 
     def _headers(self, ts: TransportSession, accept: str = "application/json, text/event-stream",
                  client: dict[str, str] | None = None) -> dict[str, str]:
@@ -314,8 +333,9 @@ class HttpSseTransport:
         ts.listen = self.legs.send(ts.client_conn, "GET", ts.url, b"", h, "listen", [], lambda ev: self._deliver(ts, ev),
                                    lambda leg: self._leg_done(ts, leg), on_head=head, purpose="the GET stream")
 
-    def _close(self, ts: TransportSession) -> None:
-        """The client's stream went away: end the upstream GET stream and the upstream session."""
+    def _close(self, ts: TransportSession, delete: bool = True) -> None:
+        """The client's stream went away: end the upstream GET stream and (``delete``) the upstream session.
+        At shutdown the session stays: its client may reconnect to another process (:mod:`.resume`)."""
         if ts.life.closed:
             return
         ts.life.fire(E.CLOSE)
@@ -324,6 +344,12 @@ class HttpSseTransport:
             ts.keepalive.cancel()
         if ts.listen is not None:
             self.legs.abort(ts.listen)
+        if not delete:
+            ts.stream.close()
+            return
+        self.ended[ts.sid] = None
+        if len(self.ended) > ENDED:
+            self.ended.pop(next(iter(self.ended)))
         if ts.session_id is not None:
             h = self._headers(ts)
             h.pop("content-type", None)
@@ -345,4 +371,59 @@ class HttpSseTransport:
 
     def stop(self) -> None:
         for ts in list(self.sessions.values()):
-            self._close(ts)
+            self._close(ts, delete=False)
+
+
+def _streamable_client(tracker: Any, flow: http.HTTPFlow, hv: dict[str, str], endpoint: str) -> bool:
+    """Whether a sessionless SSE ``GET`` is a Streamable HTTP client's GET stream, never this
+    transport's: it names its revision (``MCP-Protocol-Version``, sent on every request after
+    ``initialize`` from 2025-06-18 on), or its connection or host holds a session without a server
+    session id at this very endpoint (a client of a stateless server, after its ``initialize``)."""
+    if "mcp-protocol-version" in hv:
+        return True
+    peer = flow.client_conn.peername
+    if not peer:
+        return False
+    digest = endpoint_digest(endpoint)
+    for key in (f"conn:{peer[0]}:{peer[1]}", f"host:{peer[0]}"):
+        s = tracker.get(key)
+        if s is not None and s.upstream_id is None and s.endpoint == digest:
+            return True
+    return False
+
+
+def _ready_event(sealer: Any, ts: TransportSession, leg: legs_mod.Leg, event: bytes) -> bytes:
+    """The ``initialize`` answer's event with ``id: T~R`` (:mod:`.resume`) when it answers the initialize."""
+    resp = leg.flow.response
+    result = wire.initialize_result(event)
+    if resp is None or not 200 <= resp.status_code < 300 or result is None:
+        return event
+    version = result.get("protocolVersion")
+    event_id = resume_mod.ready_id(sealer, ts.token, ts.sid, ts.endpoint, resp.headers.get("mcp-session-id"),
+                                   version if isinstance(version, str) else None)
+    if event_id is None:
+        return event
+    ts.event_id = event_id
+    return wire.with_id(event, event_id)
+
+
+async def _probe(sender: Any, flow: http.HTTPFlow) -> int | None:
+    """The status the server gives a sessionless SSE ``GET`` of the client's path (the probe is
+    ended once its status line came), or None when it could not be asked."""
+    from . import PROBE_TIMEOUT
+    head: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def on_head(resp: http.Response, _streams: bool) -> None:
+        if not head.done():
+            head.set_result(resp.status_code)
+    headers = sender.headers_for(flow, {"accept": "text/event-stream"}, on_behalf=True)
+    headers.pop("content-type", None)
+    try:
+        reply = await sender.send(flow, "GET", None, headers, "HTTP+SSE probe: does the server serve this SSE path",
+                                  timeout=PROBE_TIMEOUT, on_chunk=lambda _c: None, on_head=on_head, stop=head)
+    except upstream.UpstreamError as e:
+        logger.info(f"mcpx: HTTP+SSE probe of {flow.request.path}: {e.reason}")
+        return None
+    sender.abort(reply.flow.id)
+    logger.info(f"mcpx: HTTP+SSE probe of {flow.request.path}: HTTP {reply.status}")
+    return reply.status

@@ -94,8 +94,28 @@ def token_of(method: str, path: str) -> str | None:
     return values[0] if values and len(values) == 1 else None
 
 
-def endpoint_event(url: str) -> bytes:
-    return b"event: endpoint\ndata: " + url.encode() + b"\n\n"
+def endpoint_event(url: str, event_id: str = "", retry_ms: int | None = None) -> bytes:
+    """The ``endpoint`` event, with an ``id`` (the stream's resumption, :mod:`.resume`) and the
+    client's reconnection time (``retry``, WHATWG HTML 9.2.6) when given."""
+    head = (f"id: {event_id}\n" if event_id else "") + (f"retry: {retry_ms}\n" if retry_ms is not None else "")
+    return head.encode() + b"event: endpoint\ndata: " + url.encode() + b"\n\n"
+
+
+def with_id(event: bytes, event_id: str) -> bytes:
+    """``event`` (one of :func:`message_event`'s) with an ``id`` line first."""
+    return f"id: {event_id}\n".encode() + event
+
+
+def initialize_result(event: bytes) -> dict | None:
+    """The ``result`` of an ``initialize`` answer carried by ``event`` (one of :func:`message_event`'s):
+    a result holding ``protocolVersion``; None for any other message."""
+    data = b"\n".join(line[6:] for line in event.split(b"\n") if line.startswith(b"data: "))
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    result = value.get("result") if isinstance(value, dict) else None
+    return result if isinstance(result, dict) and "protocolVersion" in result else None
 
 
 def message_event(body: bytes) -> bytes:
