@@ -60,3 +60,24 @@ def test_record_lines_only_when_asked_for_and_one_entry_per_message(caplog, tmp_
         assert len([orjson.loads(x) for x in log.read_bytes().splitlines()]) == 5
         tctx.configure(addon, mcpx_log="")
         assert not st.rewriter.summarize_all
+
+
+def test_the_change_log_writes_line_breakers_and_bidi_controls_as_escapes(tmp_path):
+    """The JSON Lines file: U+0085, U+2028, U+2029 and the bidirectional controls (raw in orjson's
+    output) are written as ``\\uXXXX``, so every reader of lines sees one record a line; other
+    characters of the same UTF-8 lead bytes (an ellipsis, a dash) stay as they are. The byte pattern
+    matches exactly the UTF-8 of those characters, checked over every code point."""
+    from mcpx_core import changes as ch
+    wanted = {chr(c).encode("utf-8") for c in ch._BREAKERS}
+    found = {chr(c).encode("utf-8") for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF
+             and ch._LINE_BREAKERS.fullmatch(chr(c).encode("utf-8"))}
+    assert found == wanted and len(wanted) == 14
+    path = tmp_path / "changes.jsonl"
+    log = ch.ChangeLog(str(path))
+    detail = "a\u2028b\u0085c\u202ed\u2066e \u2026 \u2014 \u00e9"
+    log.write([Change(pointer="/x", action="drop", rule="R", detail=detail)])
+    log.close()
+    raw = path.read_bytes()
+    assert raw.count(b"\n") == 1 and raw.endswith(b"\n")
+    assert b'"detail":"a\\u2028b\\u0085c\\u202ed\\u2066e \xe2\x80\xa6 \xe2\x80\x94 \xc3\xa9"' in raw
+    assert orjson.loads(raw)["detail"] == detail
